@@ -1,0 +1,248 @@
+"""Claim checks and the scorecard.
+
+A chapter declares its claims *before* it runs anything: what the paper says, what number this
+chapter measures, and the threshold that number must pass. Declaring the threshold up front is
+what makes a check honest -- it is fixed before the measurement exists, and it can fail.
+
+    CLAIMS = [Claim("rank1", "depth 3 converges to rank 1", measure="median effective rank",
+                    op="<", threshold=1.2, kind="analogue")]
+    log = ClaimLog("01-deep-mf", CLAIMS, scale=SCALE, seed=SEED)
+    ...                              # experiments
+    log.check("rank1", measured)     # records, and raises AssertionError if the claim fails
+    log.finish()                     # records the chapter's run time
+
+Each check writes ``results/<chapter>.<scale>.json`` at once, so a notebook that dies half way
+leaves its remaining claims marked "not run", never "held". :func:`scorecard_markdown` turns the
+files of the latest runs into the book's scorecard.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+KINDS = ("faithful", "analogue")
+NOTEBOOK_RE = re.compile(r"notebooks/(\d\d-[a-z0-9-]+)")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a paper, as a chapter tests it.
+
+    id: short name used by :meth:`ClaimLog.check` (letters, digits, ``-``, ``_``).
+    text: the claim in one line, in the paper's terms.
+    measure: what number this chapter measures to test it.
+    op, threshold: the claim holds when ``measured <op> threshold``; fixed before the run.
+    kind: ``"faithful"`` (same mechanism, comparable setting) or ``"analogue"`` (same mechanism,
+        smaller or synthetic setting).
+    paper: the paper's own figure for this claim where the abstract gives one, else ``"—"``.
+    paper_setting, our_setting: where the paper measured it, and where this chapter does.
+    """
+
+    id: str
+    text: str
+    measure: str
+    op: str
+    threshold: float
+    kind: str
+    paper: str = "—"
+    paper_setting: str = ""
+    our_setting: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", self.id):
+            raise ValueError(f"claim id must be letters, digits, '-' or '_', got {self.id!r}")
+        if self.op not in OPS:
+            raise ValueError(f"claim {self.id!r}: op must be one of {list(OPS)}, got {self.op!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"claim {self.id!r}: kind must be one of {list(KINDS)}, got {self.kind!r}")
+        if isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float)) or not math.isfinite(self.threshold):
+            raise TypeError(f"claim {self.id!r}: threshold must be a finite number, got {self.threshold!r}")
+
+
+def find_results_dir(start: str | Path | None = None) -> Path:
+    """Where results go: ``$ICLR26_RESULTS_DIR`` if set, else ``results/`` at the book's root
+    (the first folder at or above ``start``, default the working directory, that holds
+    ``_toc.yml``), else ``./iclr26-results`` (e.g. in Colab, outside a clone)."""
+    if os.environ.get("ICLR26_RESULTS_DIR"):
+        return Path(os.environ["ICLR26_RESULTS_DIR"])
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file():
+            return folder / "results"
+    return here / "iclr26-results"
+
+
+def _as_number(measured) -> float:
+    if hasattr(measured, "item") and getattr(measured, "ndim", 0) == 0:  # 0-d tensor or array
+        measured = measured.item()
+    if isinstance(measured, bool) or not isinstance(measured, (int, float)):
+        raise TypeError(f"measured must be a real number (or a 0-d tensor/array), got {type(measured).__name__}")
+    return float(measured)
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "—"
+    if x == 0 or 1e-3 <= abs(x) < 1e4:
+        return f"{x:.3g}"
+    return f"{x:.2e}"
+
+
+class ClaimLog:
+    """The claims of one chapter run at one scale and seed, recorded as they are checked.
+
+    Creating it writes every declared claim as "not run"; :meth:`check` fills one in;
+    :meth:`finish` adds the run time. The file is rewritten whole after every change.
+    """
+
+    def __init__(self, chapter: str, claims: Sequence[Claim], scale: str, seed: int,
+                 results_dir: str | Path | None = None):
+        if not isinstance(chapter, str) or not re.fullmatch(r"\d\d-[a-z0-9-]+", chapter):
+            raise ValueError(f"chapter must look like 'NN-slug' (e.g. '01-deep-mf'), got {chapter!r}")
+        if not claims or not all(isinstance(c, Claim) for c in claims):
+            raise TypeError("claims must be a non-empty sequence of Claim")
+        ids = [c.id for c in claims]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"claim ids must be unique, got {ids}")
+        if not isinstance(scale, str) or not scale:
+            raise ValueError(f"scale must be a non-empty str such as 'ci' or 'full', got {scale!r}")
+        self.chapter, self.scale, self.seed = chapter, scale, int(seed)
+        self.claims = {c.id: c for c in claims}
+        self.results: dict[str, dict] = {}
+        self.started = time.perf_counter()
+        self.started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.runtime_s: float | None = None
+        folder = Path(results_dir) if results_dir is not None else find_results_dir()
+        self.path = folder / f"{chapter}.{scale}.json"
+        self._write()
+
+    def check(self, claim_id: str, measured) -> float:
+        """Record ``measured`` for claim ``claim_id``; raise ``AssertionError`` if it fails.
+
+        Returns the measured value as a float. The record (value, held or not, time) is written
+        before the assertion is raised, so a failed claim shows as failed in the scorecard.
+        """
+        if claim_id not in self.claims:
+            raise KeyError(f"unknown claim {claim_id!r}; declared: {list(self.claims)}")
+        claim = self.claims[claim_id]
+        value = _as_number(measured)
+        held = (not math.isnan(value)) and OPS[claim.op](value, claim.threshold)
+        self.results[claim_id] = {"measured": value, "held": bool(held),
+                                  "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        self._write()
+        if not held:
+            raise AssertionError(
+                f"claim {claim_id!r} did not hold: {claim.measure} = {_fmt(value)}, "
+                f"needed {claim.op} {_fmt(claim.threshold)} ({self.chapter}, SCALE={self.scale!r}, SEED={self.seed})")
+        return value
+
+    def finish(self) -> float:
+        """Record and return the seconds since this log was created (the chapter's run time)."""
+        self.runtime_s = time.perf_counter() - self.started
+        self._write()
+        return self.runtime_s
+
+    def table(self) -> str:
+        """The declared claims as a Markdown table, for the chapter's "claims" section."""
+        rows = ["| claim | the paper | here | measured by | passes if | faithful or analogue |",
+                "| --- | --- | --- | --- | --- | --- |"]
+        for c in self.claims.values():
+            paper = c.paper_setting + (f" (reported: {c.paper})" if c.paper != "—" else "")
+            rows.append(f"| **{c.id}**: {c.text} | {paper} | {c.our_setting} | {c.measure} | "
+                        f"{c.op} {_fmt(c.threshold)} | {c.kind} |")
+        return "\n".join(rows)
+
+    def summary(self) -> str:
+        """The claims with their measured values so far, as a Markdown table."""
+        rows = ["| claim | measured | passes if | held |", "| --- | --- | --- | --- |"]
+        for c in self.claims.values():
+            r = self.results.get(c.id)
+            status = "not run" if r is None else ("✅ held" if r["held"] else "❌ failed")
+            rows.append(f"| {c.id} | {_fmt(r and r['measured'])} | {c.op} {_fmt(c.threshold)} | {status} |")
+        return "\n".join(rows)
+
+    def _write(self) -> None:
+        record = {
+            "chapter": self.chapter, "scale": self.scale, "seed": self.seed,
+            "started_at": self.started_at, "runtime_s": self.runtime_s,
+            "claims": [{**asdict(c), **self.results.get(c.id, {"measured": None, "held": None})}
+                       for c in self.claims.values()],
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        tmp.replace(self.path)  # atomic: a reader never sees half a file
+
+
+def chapters_in_toc(toc_path: str | Path) -> list[str]:
+    """The chapter notebooks (``NN-slug``) listed in a Jupyter Book ``_toc.yml``, in order."""
+    return NOTEBOOK_RE.findall(Path(toc_path).read_text())
+
+
+def load_results(results_dir: str | Path) -> dict[tuple[str, str], dict]:
+    """Every results file in ``results_dir``, keyed by (chapter, scale)."""
+    out = {}
+    for path in sorted(Path(results_dir).glob("*.json")):
+        record = json.loads(path.read_text())
+        out[(record["chapter"], record["scale"])] = record
+    return out
+
+
+def _status(held) -> str:
+    return "not run" if held is None else ("✅ held" if held else "❌ failed")
+
+
+def scorecard_rows(chapters: Sequence[str], results: dict[tuple[str, str], dict]) -> list[dict]:
+    """One row per claim per recorded scale; a chapter with no results is one "not run" row."""
+    rows = []
+    for chapter in chapters:
+        records = [r for (ch, _), r in sorted(results.items()) if ch == chapter]
+        if not records:
+            rows.append({"chapter": chapter, "claim": "—", "text": "no recorded run", "paper": "—", "ours": "—",
+                         "threshold": "—", "status": "not run", "scale": "—", "seed": "—", "runtime": "—", "kind": "—"})
+            continue
+        for rec in records:
+            runtime = "—" if rec.get("runtime_s") is None else f"{rec['runtime_s']:.0f} s"
+            for c in rec["claims"]:
+                rows.append({"chapter": chapter, "claim": c["id"], "text": c["text"], "paper": c.get("paper", "—"),
+                             "ours": _fmt(c["measured"]), "threshold": f"{c['op']} {_fmt(c['threshold'])}",
+                             "status": _status(c["held"]), "scale": rec["scale"], "seed": str(rec["seed"]),
+                             "runtime": runtime, "kind": c["kind"]})
+    return rows
+
+
+def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], dict]) -> str:
+    """The scorecard as a Markdown table (chapter, claim, paper's figure, ours, threshold, held,
+    faithful or analogue, scale, seed, chapter run time)."""
+    lines = ["| chapter | claim | paper's figure | our figure | threshold | held | kind | scale | seed | run time |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in scorecard_rows(chapters, results):
+        claim = r["claim"] if r["claim"] == "—" else f"**{r['claim']}** {r['text']}"
+        lines.append(f"| {r['chapter']} | {claim} | {r['paper']} | {r['ours']} | {r['threshold']} | {r['status']} | "
+                     f"{r['kind']} | {r['scale']} | {r['seed']} | {r['runtime']} |")
+    return "\n".join(lines)
+
+
+def chapter_status(chapters: Sequence[str], results: dict[tuple[str, str], dict], scale: str = "ci") -> dict[str, str]:
+    """Per chapter, a short status for the README: "3/3 held", "2/3 held, 1 failed", or "not run"."""
+    out = {}
+    for chapter in chapters:
+        rec = results.get((chapter, scale))
+        if rec is None:
+            out[chapter] = "not run"
+            continue
+        held = sum(c["held"] is True for c in rec["claims"])
+        failed = sum(c["held"] is False for c in rec["claims"])
+        missing = sum(c["held"] is None for c in rec["claims"])
+        total = len(rec["claims"])
+        parts = [f"{held}/{total} held"] + ([f"{failed} failed"] if failed else []) + ([f"{missing} not run"] if missing else [])
+        out[chapter] = ", ".join(parts)
+    return out

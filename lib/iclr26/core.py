@@ -1,0 +1,132 @@
+"""The book's small core: device choice, seeding, scale presets, progress bars, plot style.
+
+Every chapter starts with the same four moves -- pick a device, seed everything, read its sizes
+from ``SCALE``, set the plot style -- and this module is where they live, once. Nothing here keeps
+state of its own: each function takes what it needs and returns what it made.
+"""
+from __future__ import annotations
+
+import os
+import random
+from types import SimpleNamespace
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import torch
+
+SCALES = ("ci", "full")
+
+# One palette for the whole book (colour-blind safe, Okabe & Ito). Chapters index it by role:
+# the method first, then baselines, then references.
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+
+
+def get_device(device: str | torch.device | None = None) -> torch.device:
+    """The device to run on: the one named, else CUDA, then Apple's MPS, then the CPU.
+
+    ``device`` may be ``None`` (choose the best available), a string such as ``"cuda:0"`` or
+    ``"cpu"``, or a ``torch.device``. Asking for a device this machine lacks is a ``ValueError``
+    rather than a crash deep inside the first tensor operation.
+    """
+    if device is None:
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"device must be None, a str or a torch.device, got {type(device).__name__}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"unknown device {device!r}: expected e.g. 'cpu', 'cuda', 'cuda:0' or 'mps'") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} was asked for but CUDA is not available here")
+    if dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise ValueError(f"device {device!r} was asked for but MPS is not available here")
+    return dev
+
+
+def seed_everything(seed: int) -> torch.Generator:
+    """Seed Python's ``random``, NumPy's global generator and torch (CPU and all GPUs) in one call.
+
+    Returns a fresh CPU ``torch.Generator`` seeded with ``seed``, for code that prefers to pass its
+    randomness explicitly (the library does).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not 0 <= int(seed) < 2**32:
+        raise ValueError(f"seed must lie in [0, 2**32), got {seed}")
+    seed = int(seed)
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)  # also seeds every CUDA device
+    return torch.Generator().manual_seed(seed)
+
+
+def scale_preset(scale: str, **presets: Mapping[str, Any]) -> SimpleNamespace:
+    """A chapter's sizes for the chosen ``scale``, declared in one place.
+
+    >>> cfg = scale_preset("ci", ci=dict(n=8, steps=2_000), full=dict(n=100, steps=50_000))
+    >>> cfg.n, cfg.steps
+    (8, 2000)
+
+    Every preset must give the same keys, so that a size cannot silently exist at one scale only.
+    An unknown ``scale`` is a ``ValueError`` that names the valid ones.
+    """
+    if not isinstance(scale, str):
+        raise TypeError(f"SCALE must be a str, one of {sorted(presets) or list(SCALES)}, got {type(scale).__name__}")
+    if not presets:
+        raise ValueError(f"give at least one preset, e.g. ci=dict(...), full=dict(...)")
+    for name, values in presets.items():
+        if not isinstance(values, Mapping):
+            raise TypeError(f"preset {name!r} must be a dict of sizes, got {type(values).__name__}")
+    keys = {name: set(values) for name, values in presets.items()}
+    first = next(iter(keys.values()))
+    for name, ks in keys.items():
+        if ks != first:
+            raise ValueError(f"every preset must have the same keys; {name!r} differs by {sorted(ks ^ first)}")
+    if scale not in presets:
+        raise ValueError(f"unknown SCALE {scale!r}: valid values are {', '.join(repr(s) for s in presets)}")
+    return SimpleNamespace(scale=scale, **presets[scale])
+
+
+def progress_enabled() -> bool:
+    """Progress bars show unless ``ICLR26_PROGRESS=0`` (the book build and the tests set it)."""
+    return os.environ.get("ICLR26_PROGRESS", "1") not in ("0", "false", "False", "")
+
+
+def progress(iterable: Iterable, desc: str | None = None, total: int | None = None, **kwargs):
+    """``tqdm.auto`` over ``iterable``: a widget in Jupyter, text in a terminal, nothing when quiet.
+
+    Quiet (``ICLR26_PROGRESS=0``) keeps executed notebooks free of half-drawn bars in the rendered book.
+    """
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc, total=total, disable=not progress_enabled(), leave=False, **kwargs)
+
+
+def use_book_style() -> None:
+    """Set matplotlib's defaults to the book's style: one palette, readable sizes, light grid."""
+    import matplotlib as mpl
+    from cycler import cycler
+
+    mpl.rcParams.update(
+        {
+            "figure.figsize": (6.4, 3.8),
+            "figure.dpi": 110,
+            "savefig.dpi": 150,
+            "figure.constrained_layout.use": True,
+            "axes.prop_cycle": cycler(color=PALETTE),
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "axes.grid": True,
+            "grid.alpha": 0.3,
+            "axes.titlesize": 11,
+            "axes.labelsize": 10,
+            "legend.fontsize": 9,
+            "legend.frameon": False,
+            "lines.linewidth": 1.8,
+            "image.cmap": "viridis",
+        }
+    )

@@ -1,0 +1,95 @@
+"""The shape of every chapter notebook: what CHAPTER_STANDARD.md and CONTRIBUTING.md require of it
+that can be checked without running it (nbval runs it)."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from iclr26.claims import chapters_in_toc
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+REPO_URL = re.search(r"^repository:\s*\n\s+url:\s*(\S+)", (ROOT / "_config.yml").read_text(), flags=re.M).group(1).rstrip("/")
+REPO_SLUG = REPO_URL.removeprefix("https://github.com/")
+
+
+def cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
+
+
+def source(cell: dict) -> str:
+    return "".join(cell["source"])
+
+
+def test_there_are_chapters():
+    assert NOTEBOOKS, "no chapter notebooks found under notebooks/"
+
+
+def test_toc_lists_exactly_the_chapter_notebooks():
+    listed = chapters_in_toc(ROOT / "_toc.yml")
+    assert sorted(listed) == [p.stem for p in NOTEBOOKS], "every notebooks/NN-slug.ipynb must be in _toc.yml, and only those"
+    assert len(set(listed)) == len(listed)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+class TestChapterNotebook:
+    def test_has_library_module_and_tests(self, path):
+        slug = path.stem[3:].replace("-", "_")
+        assert (ROOT / "lib" / "iclr26" / f"{slug}.py").exists() or (ROOT / "lib" / "iclr26" / slug).is_dir(), \
+            f"expected lib/iclr26/{slug}.py (or a {slug}/ subpackage)"
+        assert (ROOT / "tests" / f"test_{slug}.py").exists(), f"expected tests/test_{slug}.py"
+
+    def test_committed_without_outputs(self, path):
+        dirty = [i for i, c in enumerate(cells(path)) if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
+        assert not dirty, f"cells {dirty} have outputs or execution counts; clear them before committing"
+
+    def test_title_and_colab_badge(self, path):
+        first = source(cells(path)[0])
+        assert first.startswith(f"# {path.stem[:2]} "), "the first cell starts with '# NN · Method — ...'"
+        badge = f"https://colab.research.google.com/github/{REPO_SLUG}/blob/main/notebooks/{path.name}"
+        assert badge in first, f"the first cell needs the Colab badge linking to {badge}"
+        assert "ICLR 2026" in first
+
+    def test_install_cell_is_guarded_and_points_at_the_repository(self, path):
+        install = [source(c) for c in cells(path) if c["cell_type"] == "code" and "pip" in source(c)]
+        assert install, "a Colab install cell is required"
+        assert '"google.colab" in sys.modules' in install[0] and f"git+{REPO_URL}" in install[0]
+
+    def test_parameters_cell(self, path):
+        tagged = [c for c in cells(path) if "parameters" in c.get("metadata", {}).get("tags", [])]
+        assert len(tagged) == 1, "exactly one cell tagged 'parameters'"
+        values = {}
+        for node in ast.parse(source(tagged[0])).body:
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+        assert values.get("SCALE") == "ci" and isinstance(values.get("SEED"), int) and "DEVICE" in values and values["DEVICE"] is None
+
+    def test_sizes_follow_scale(self, path):
+        code = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "code")
+        assert "scale_preset(SCALE" in code, "every size must follow from SCALE via scale_preset"
+
+    def test_claims_are_declared_checked_and_timed(self, path):
+        code = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "code")
+        assert f'ClaimLog("{path.stem}"' in code, f'expected ClaimLog("{path.stem}", CLAIMS, scale=SCALE, seed=SEED)'
+        declared = set(re.findall(r'Claim\(\s*"([A-Za-z0-9_-]+)"', code))
+        checked = set(re.findall(r'\.check\(\s*"([A-Za-z0-9_-]+)"', code))
+        assert declared, "no Claim(...) declared"
+        assert declared == checked, f"declared but not checked: {declared - checked}; checked but not declared: {checked - declared}"
+        last_code = [source(c) for c in cells(path) if c["cell_type"] == "code"][-1]
+        assert ".finish()" in last_code, "the last code cell records the run time with log.finish()"
+
+    def test_exercises_widget_and_honesty_section(self, path):
+        md = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "markdown")
+        code = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "code")
+        assert len(re.findall(r"```\{exercise\}", md)) >= 3, "at least three exercises"
+        assert len(re.findall(r"```\{solution\}[^\n]*\n:class: dropdown", md)) >= 3, "solutions hidden (:class: dropdown)"
+        assert "ipywidgets" in code, "at least one interactive control"
+        assert re.search(r"^## .*(did not carry over|didn.t carry over)", md, flags=re.M | re.I), \
+            "a '## What did not carry over' section"
+        labels = re.findall(r":label: (\S+)", md)
+        assert all(l.startswith((f"ex-{path.stem[:2]}", f"{path.stem[:2]}-")) for l in labels), \
+            f"labels must carry the chapter number (ex-{path.stem[:2]}-..., {path.stem[:2]}-...): {labels}"
