@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 LOCK = ROOT / "requirements-lock.txt"
+NODEPS = ROOT / "requirements-nodeps.txt"
 VENV = ROOT / ".venv"
 
 
@@ -45,13 +46,14 @@ def ensure_env(argv: list[str]) -> None:
             venv.EnvBuilder(with_pip=True).create(VENV)
         os.execv(str(python), [str(python), __file__, *argv])
     stamp = Path(sys.prefix) / "iclr26-lock.sha256"
-    digest = hashlib.sha256(LOCK.read_bytes() + (ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in (LOCK, NODEPS, ROOT / "pyproject.toml"))).hexdigest()
     if stamp.exists() and stamp.read_text().strip() == digest:
         return
     print(f"[tasks] installing {LOCK.name} into {sys.prefix} (once; about two minutes)", flush=True)
     pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     # --no-deps: the lock is a complete freeze, so nothing unlisted (e.g. a CUDA torch) can come in.
     run(pip + ["--no-deps", "-r", str(LOCK)])
+    run(pip + ["--no-deps", "-r", str(NODEPS)])
     run(pip + ["--no-deps", "--no-build-isolation", "-e", str(ROOT)])
     stamp.write_text(digest + "\n")
 
@@ -86,6 +88,14 @@ def chapter_title(chapter: str) -> str:
     return chapter
 
 
+def replace_between(text: str, marker: str, body: str) -> str:
+    """Replace what lies between <!-- marker:start --> and <!-- marker:end --> with body."""
+    pattern = rf"(<!-- {marker}:start -->).*?(<!-- {marker}:end -->)"
+    if not re.search(pattern, text, flags=re.S):
+        sys.exit(f"marker <!-- {marker}:start/end --> not found")
+    return re.sub(pattern, lambda m: f"{m.group(1)}\n{body}\n{m.group(2)}", text, flags=re.S)
+
+
 def scorecard() -> None:
     from iclr26.claims import chapter_status, chapters_in_toc, load_results, scorecard_markdown
 
@@ -93,8 +103,7 @@ def scorecard() -> None:
     results = load_results(ROOT / "results")
     page = (ROOT / "book" / "scorecard.md").read_text()
     table = scorecard_markdown(chapters, results)
-    page = re.sub(r"(<!-- scorecard:start -->\n).*?(\n<!-- scorecard:end -->)",
-                  lambda m: m.group(1) + table + m.group(2), page, flags=re.S)
+    page = replace_between(page, "scorecard", table)
     (ROOT / "book" / "scorecard.md").write_text(page)
 
     status = chapter_status(chapters, results, scale="ci")
@@ -102,8 +111,7 @@ def scorecard() -> None:
     for ch in chapters:
         rows.append(f"| [{chapter_title(ch)}](notebooks/{ch}.ipynb) | {status[ch]} |")
     readme = (ROOT / "README.md").read_text()
-    readme = re.sub(r"(<!-- chapters:start -->\n).*?(\n<!-- chapters:end -->)",
-                    lambda m: m.group(1) + "\n".join(rows) + m.group(2), readme, flags=re.S)
+    readme = replace_between(readme, "chapters", "\n".join(rows))
     (ROOT / "README.md").write_text(readme)
     print(f"[tasks] scorecard: {len(chapters)} chapters, {len(results)} recorded runs", flush=True)
 

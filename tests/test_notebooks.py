@@ -70,7 +70,7 @@ class TestChapterNotebook:
 
     def test_sizes_follow_scale(self, path):
         code = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "code")
-        assert "scale_preset(SCALE" in code, "every size must follow from SCALE via scale_preset"
+        assert re.search(r"scale_preset\(\s*SCALE\b", code), "every size must follow from SCALE via scale_preset(SCALE, ci=..., full=...)"
 
     def test_claims_are_declared_checked_and_timed(self, path):
         code = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "code")
@@ -93,3 +93,11 @@ class TestChapterNotebook:
         labels = re.findall(r":label: (\S+)", md)
         assert all(l.startswith((f"ex-{path.stem[:2]}", f"{path.stem[:2]}-")) for l in labels), \
             f"labels must carry the chapter number (ex-{path.stem[:2]}-..., {path.stem[:2]}-...): {labels}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_kernel_metadata(path):
+    """Without a kernelspec and language_info the un-executed book build cannot highlight code."""
+    meta = json.loads(path.read_text())["metadata"]
+    assert meta.get("kernelspec", {}).get("name") == "python3", "metadata.kernelspec.name must be 'python3'"
+    assert meta.get("language_info", {}).get("name") == "python", "metadata.language_info.name must be 'python'"

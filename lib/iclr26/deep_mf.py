@@ -1,0 +1,340 @@
+"""Deep matrix factorisation for matrix completion: gradient descent on W = W_L ⋯ W_2 W_1.
+
+Chapter 01. We fit an n×n target M on an observed set Ω of entries with the loss
+
+    L(W_1, …, W_L) = ½ Σ_{(i,j)∈Ω} (W_ij − M_ij)²,      W = W_L ⋯ W_1,
+
+and watch what plain gradient descent does with the *unobserved* entries. Everything here is
+batched over R independent runs (seeds, initial scales, …) stacked along a leading dimension, so
+a whole sweep is a handful of ``bmm`` calls per step instead of a Python loop over runs.
+
+Shapes: a run's factor W_k is (n, n) (full width), a batch of them (R, n, n); ``factors`` is the
+list [W_1, …, W_L] in the order they act, so ``W = factors[-1] @ … @ factors[0]``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+Tensor = torch.Tensor
+
+
+# ---------------------------------------------------------------------------------------------
+# measuring rank
+# ---------------------------------------------------------------------------------------------
+def singular_values(W: Tensor) -> Tensor:
+    """Singular values, largest first. W: (..., n, m) → (..., min(n, m))."""
+    _check_matrix(W, "W")
+    return torch.linalg.svdvals(W)
+
+
+def effective_rank(W: Tensor, eps: float = 1e-12) -> Tensor:
+    """Effective rank exp(H(p)) with p_i = σ_i / Σ σ_j (Roy & Vetterli, 2007). W: (..., n, m) → (...).
+
+    Equals k for a matrix with k equal non-zero singular values, so erank(I_n) = n and
+    erank(u vᵀ) = 1; between those it varies smoothly, unlike the numerical rank.
+    """
+    s = singular_values(W)
+    p = s / s.sum(-1, keepdim=True).clamp_min(eps)
+    entropy = -(p * torch.log(p.clamp_min(eps))).sum(-1)  # H(p) = −Σ p log p (0 log 0 = 0)
+    return torch.exp(entropy)
+
+
+# ---------------------------------------------------------------------------------------------
+# observation patterns
+# ---------------------------------------------------------------------------------------------
+def diag_mask(n: int, dtype: torch.dtype = torch.float64, device=None) -> Tensor:
+    """Ω = the diagonal: an (n, n) 0/1 mask."""
+    _check_n(n)
+    return torch.eye(n, dtype=dtype, device=device)
+
+
+def block_diag_mask(n: int, block: int, dtype: torch.dtype = torch.float64, device=None) -> Tensor:
+    """Ω = diagonal blocks of size ``block`` (which must divide n): an (n, n) 0/1 mask."""
+    _check_n(n)
+    if not isinstance(block, int) or block < 1 or n % block:
+        raise ValueError(f"block must be a positive int dividing n={n}, got {block}")
+    idx = torch.arange(n, device=device) // block
+    return (idx[:, None] == idx[None, :]).to(dtype)
+
+
+def random_mask(n: int, frac: float, generator: torch.Generator | None = None, include_diag: bool = True,
+                dtype: torch.dtype = torch.float64, device=None) -> Tensor:
+    """The diagonal (if ``include_diag``) plus each off-diagonal entry observed with probability ``frac``.
+    Returns an (n, n) 0/1 mask."""
+    _check_n(n)
+    if not 0.0 <= frac <= 1.0:
+        raise ValueError(f"frac must lie in [0, 1], got {frac}")
+    extra = (torch.rand(n, n, generator=generator) < frac).to(dtype)
+    eye = torch.eye(n, dtype=dtype)
+    mask = extra * (1 - eye) + (eye if include_diag else 0 * eye)
+    return mask.to(device)
+
+
+# ---------------------------------------------------------------------------------------------
+# the model: initialisation, end-to-end matrix, loss and its gradient
+# ---------------------------------------------------------------------------------------------
+def init_factors(n_runs: int, n: int, depth: int, scale: float | Tensor, init: str = "random",
+                 generator: torch.Generator | None = None, dtype: torch.dtype = torch.float64,
+                 device=None) -> list[Tensor]:
+    """Initial factors [W_1, …, W_L], each (n_runs, n, n).
+
+    init="random": entries i.i.d. N(0, α²/n) with α = scale^(1/L), so every factor has operator
+        norm ≈ 2α and the end-to-end matrix starts at size ≈ ``scale`` whatever the depth.
+    init="diag": diagonal factors with entries α·|N(0, 1)| (positive), a point of the invariant
+        set of diagonal matrices.
+    ``scale`` may be a float or an (n_runs,) tensor (one scale per run, for sweeps).
+    """
+    if not isinstance(n_runs, int) or n_runs < 1:
+        raise ValueError(f"n_runs must be a positive int, got {n_runs}")
+    _check_n(n)
+    if not isinstance(depth, int) or depth < 1:
+        raise ValueError(f"depth must be a positive int, got {depth}")
+    if init not in ("random", "diag"):
+        raise ValueError(f"init must be 'random' or 'diag', got {init!r}")
+    scale = torch.as_tensor(scale, dtype=dtype).reshape(-1)
+    if scale.numel() not in (1, n_runs) or not bool((scale > 0).all()):
+        raise ValueError(f"scale must be positive, a float or one value per run ({n_runs}), got {scale.tolist()}")
+    alpha = scale.expand(n_runs).reshape(n_runs, 1, 1) ** (1.0 / depth)
+    factors = []
+    for _ in range(depth):
+        if init == "random":
+            z = torch.randn(n_runs, n, n, generator=generator, dtype=dtype) / n**0.5
+        else:
+            z = torch.diag_embed(torch.randn(n_runs, n, generator=generator, dtype=dtype).abs())
+        factors.append((alpha * z).to(device))
+    return factors
+
+
+def end_to_end(factors: list[Tensor]) -> Tensor:
+    """W = W_L ⋯ W_1 for factors [W_1, …, W_L], each (..., n, n) → (..., n, n)."""
+    if not factors:
+        raise ValueError("factors must be a non-empty list of (..., n, n) tensors")
+    W = factors[0]
+    for F in factors[1:]:
+        W = F @ W
+    return W
+
+
+def masked_loss(W: Tensor, M: Tensor, mask: Tensor) -> Tensor:
+    """½ Σ_Ω (W − M)² per run. W: (..., n, n); M and mask broadcast against W → (...)."""
+    _check_matrix(W, "W")
+    return 0.5 * (mask * (W - M) ** 2).sum((-2, -1))
+
+
+def factor_gradients(factors: list[Tensor], M: Tensor, mask: Tensor) -> tuple[list[Tensor], Tensor]:
+    """∂L/∂W_k for every factor, in closed form, and the end-to-end matrix W.
+
+    With G = ∇_W L = P_Ω(W − M), the chain rule through W = W_{L:k+1} W_k W_{k−1:1} gives
+
+        ∂L/∂W_k = W_{L:k+1}ᵀ · G · W_{k−1:1}ᵀ,
+
+    where W_{b:a} = W_b ⋯ W_a (the identity when empty). Prefix and suffix products make all L
+    gradients cost O(L) matrix products.
+    """
+    L = len(factors)
+    below = [None] * L  # below[k] = W_{k−1:1}
+    above = [None] * L  # above[k] = W_{L:k+1}
+    prod = None
+    for k in range(L):
+        below[k] = prod
+        prod = factors[k] if prod is None else factors[k] @ prod
+    W = prod
+    G = mask * (W - M)  # ∇_W L = P_Ω(W − M)
+    prod = None
+    for k in reversed(range(L)):
+        above[k] = prod
+        prod = factors[k] if prod is None else prod @ factors[k]
+    grads = []
+    for k in range(L):
+        g = G if above[k] is None else above[k].transpose(-2, -1) @ G  # W_{L:k+1}ᵀ G
+        g = g if below[k] is None else g @ below[k].transpose(-2, -1)  # … W_{k−1:1}ᵀ
+        grads.append(g)
+    return grads, W
+
+
+# ---------------------------------------------------------------------------------------------
+# training
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class History:
+    """What :func:`train_gd` recorded. steps: (T,); loss: (T, R); svals: (T, R, n) singular values
+    of the end-to-end matrix; final_step: the step training stopped at."""
+
+    steps: Tensor
+    loss: Tensor
+    svals: Tensor
+    final_step: int
+
+
+def train_gd(factors: list[Tensor], M: Tensor, mask: Tensor, lr: float = 0.05, max_steps: int = 100_000,
+             tol: float = 1e-8, record_every: int = 100) -> tuple[list[Tensor], History]:
+    """Plain gradient descent W_k ← W_k − lr ∂L/∂W_k on all R runs at once.
+
+    factors: [W_1, …, W_L], each (R, n, n), not modified in place. M and mask: (n, n) or (R, n, n).
+    Stops once every run's loss is below ``tol`` (checked every ``record_every`` steps) or after
+    ``max_steps``. Returns the final factors and a :class:`History`.
+    """
+    if not factors or any(F.ndim != 3 or F.shape != factors[0].shape for F in factors):
+        raise ValueError("factors must be a non-empty list of equally shaped (R, n, n) tensors")
+    n = factors[0].shape[-1]
+    for name, t in (("M", M), ("mask", mask)):
+        if t.shape[-2:] != (n, n) or t.ndim not in (2, 3):
+            raise ValueError(f"{name} must be (n, n) or (R, n, n) with n={n}, got {tuple(t.shape)}")
+    if lr <= 0 or max_steps < 1 or record_every < 1:
+        raise ValueError("lr must be > 0, max_steps and record_every >= 1")
+    factors = [F.clone() for F in factors]
+    steps, losses, svals = [], [], []
+    step = 0
+    while True:
+        grads, W = factor_gradients(factors, M, mask)
+        if step % record_every == 0 or step == max_steps:
+            loss = masked_loss(W, M, mask)
+            steps.append(step)
+            losses.append(loss)
+            svals.append(singular_values(W))
+            if bool((loss < tol).all()) or step >= max_steps:
+                break
+        for F, g in zip(factors, grads):
+            F.sub_(lr * g)  # W_k ← W_k − η ∂L/∂W_k
+        step += 1
+    history = History(torch.tensor(steps), torch.stack(losses), torch.stack(svals), step)
+    return factors, history
+
+
+# ---------------------------------------------------------------------------------------------
+# depth 2 in closed form
+# ---------------------------------------------------------------------------------------------
+def depth2_limit(factors0: list[Tensor], M: Tensor) -> Tensor:
+    """The small-initialisation limit of depth-2 gradient flow under diagonal observations.
+
+    With W = W_2 W_1, a_i = row i of W_2 and b_i = column i of W_1, each pair (a_i, b_i) evolves
+    on its own and s_i = a_i + b_i keeps its direction, so
+
+        W_ij(∞) ≈ √(M_ii M_jj) · cos∠(s_i(0), s_j(0)),
+
+    with an error of the order of the initial scale. factors0: [W_1, W_2], each (..., n, n);
+    M: (..., n, n) with a positive diagonal. Returns (..., n, n).
+    """
+    if len(factors0) != 2:
+        raise ValueError(f"depth2_limit needs exactly two factors [W_1, W_2], got {len(factors0)}")
+    W1, W2 = factors0
+    d = torch.diagonal(M, dim1=-2, dim2=-1)
+    if bool((d <= 0).any()):
+        raise ValueError("depth2_limit needs M_ii > 0 on the whole diagonal")
+    s = W2 + W1.transpose(-2, -1)  # row i: s_i = a_i + b_i
+    s = s / s.norm(dim=-1, keepdim=True)
+    cos = s @ s.transpose(-2, -1)  # cos∠(s_i, s_j)
+    root = d.sqrt()
+    return root[..., :, None] * cos * root[..., None, :]
+
+
+# ---------------------------------------------------------------------------------------------
+# baselines and the plasticity experiment
+# ---------------------------------------------------------------------------------------------
+def min_norm_completion(M: Tensor, mask: Tensor) -> Tensor:
+    """Depth 1 (W trained directly from W = 0): gradient descent never moves unobserved entries,
+    so the limit keeps M on Ω and 0 elsewhere, the minimum-Frobenius-norm completion."""
+    return mask * M
+
+
+def heldout_rmse(W: Tensor, M: Tensor, observed: Tensor) -> Tensor:
+    """Root-mean-square error over the entries *not* in ``observed``. W: (..., n, n) → (...)."""
+    held = 1 - observed
+    return ((held * (W - M) ** 2).sum((-2, -1)) / held.sum((-2, -1)).clamp_min(1)).sqrt()
+
+
+def rank_one_target(n: int, generator: torch.Generator | None = None, dtype: torch.dtype = torch.float64) -> Tensor:
+    """M = u uᵀ / max(u)² with u_i = 0.5 + |N(0, 1)|: rank one, positive, largest entry 1. (n, n)."""
+    _check_n(n)
+    u = 0.5 + torch.randn(n, generator=generator, dtype=dtype).abs()
+    return torch.outer(u, u) / u.max() ** 2
+
+
+# ---------------------------------------------------------------------------------------------
+# checks for the chapter's exercises
+# ---------------------------------------------------------------------------------------------
+def check_effective_rank(fn) -> str:
+    """Exercise check: ``fn(W)`` must return the entropy effective rank of a batch (..., n, m)."""
+    g = torch.Generator().manual_seed(123)
+    cases = [torch.eye(5, dtype=torch.float64), torch.outer(torch.arange(1.0, 5.0), torch.ones(3)).double(),
+             torch.randn(4, 6, 6, generator=g, dtype=torch.float64)]
+    for W in cases:
+        got = torch.as_tensor(fn(W), dtype=torch.float64)
+        want = effective_rank(W)
+        if got.shape != want.shape or not torch.allclose(got, want, atol=1e-6):
+            raise AssertionError(f"for an input of shape {tuple(W.shape)} expected {want.tolist()}, got {got.tolist()}")
+    return "correct: effective_rank matches on the identity, a rank-one matrix and a random batch"
+
+
+def check_factor_gradients(fn) -> str:
+    """Exercise check: ``fn(factors, M, mask)`` must return the list of ∂L/∂W_k."""
+    g = torch.Generator().manual_seed(7)
+    for depth in (1, 2, 3, 4):
+        factors = init_factors(2, 5, depth, 0.5, generator=g)
+        M = torch.randn(5, 5, generator=g, dtype=torch.float64)
+        mask = random_mask(5, 0.5, generator=g)
+        got = fn(factors, M, mask)
+        want, _ = factor_gradients(factors, M, mask)
+        if len(got) != depth or any(not torch.allclose(a, b, atol=1e-9) for a, b in zip(got, want)):
+            raise AssertionError(f"gradients differ from the closed form at depth {depth}")
+    return "correct: your gradients match the closed form at depths 1 to 4"
+
+
+def _check_n(n) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+
+
+def _check_matrix(W, name: str) -> None:
+    if not torch.is_tensor(W):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(W).__name__}")
+    if W.ndim < 2:
+        raise ValueError(f"{name} must have shape (..., n, m), got {tuple(W.shape)}")
+    if not W.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {W.dtype}")
+
+
+def sign_align(factors: list[Tensor], M: Tensor) -> list[Tensor]:
+    """Flip the signs of rows/columns so the end-to-end matrix's sign pattern matches M's.
+
+    Under diagonal observations the loss is invariant under W ↦ D W D for any diagonal sign
+    matrix D (the diagonal of DWD is the diagonal of W). Acting on the factors, D W D =
+    (D W_L) W_{L−1} ⋯ (W_1 D). A near-rank-one W ≈ x yᵀ is matched to M ≈ u uᵀ by
+    D = diag(sign(x) ⊙ sign(u)) with x, u the leading left singular vectors. Returns new factors;
+    the diagonal loss is unchanged exactly. factors: [W_1, …, W_L], each (..., n, n); M: (..., n, n).
+    """
+    if len(factors) < 1:
+        raise ValueError("factors must be a non-empty list")
+    x = torch.linalg.svd(end_to_end(factors))[0][..., :, 0]
+    u = torch.linalg.svd(M)[0][..., :, 0]
+    u = u * torch.sign(u.sum(-1, keepdim=True))  # u is defined up to sign; pick the positive-sum one
+    signs = torch.sign(x) * torch.sign(u)
+    signs = torch.where(signs == 0, torch.ones_like(signs), signs)
+    out = [F.clone() for F in factors]
+    out[0] = out[0] * signs[..., None, :]  # W_1 D: scale column j by σ_j
+    out[-1] = signs[..., :, None] * out[-1]  # D W_L: scale row i by σ_i
+    return out
+
+
+def plasticity_experiment(depth: int, M: Tensor, mask_more: Tensor, scale: float, lr: float, steps_pre: int,
+                          steps_resume: int, generator: torch.Generator | None = None) -> dict[str, Tensor]:
+    """Pre-train on the diagonal, then resume on ``mask_more``; compare with training from scratch.
+
+    M, mask_more: (R, n, n), one target and observation set per run. Returns the end-to-end
+    matrices, each (R, n, n), of: "pretrained" (after phase 1 only), "scratch" (phase 2 from the
+    initialisation), "resumed" (phase 2 from the pre-trained factors) and "resumed_aligned"
+    (phase 2 from the pre-trained factors after :func:`sign_align`). The three phase-2 runs share
+    one batched call.
+    """
+    if M.ndim != 3 or mask_more.shape != M.shape:
+        raise ValueError(f"M and mask_more must both be (R, n, n), got {tuple(M.shape)} and {tuple(mask_more.shape)}")
+    R, n, _ = M.shape
+    init = init_factors(R, n, depth, scale, generator=generator, dtype=M.dtype, device=M.device)
+    pre, _ = train_gd(init, M, diag_mask(n, dtype=M.dtype, device=M.device), lr=lr, max_steps=steps_pre, tol=1e-12)
+    aligned = sign_align(pre, M)
+    start = [torch.cat(fs) for fs in zip(init, pre, aligned)]  # (3R, n, n) per factor
+    final, _ = train_gd(start, M.repeat(3, 1, 1), mask_more.repeat(3, 1, 1), lr=lr, max_steps=steps_resume, tol=1e-12)
+    scratch, resumed, resumed_aligned = end_to_end(final).split(R)
+    return {"pretrained": end_to_end(pre), "scratch": scratch, "resumed": resumed, "resumed_aligned": resumed_aligned}
