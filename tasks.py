@@ -67,11 +67,16 @@ def run(cmd: list[str], env: dict | None = None, check: bool = True) -> int:
 
 
 def quiet_env(threads: int | None = None) -> dict:
-    env = dict(os.environ, ICLR26_PROGRESS="0", PYTHONWARNINGS="ignore::DeprecationWarning")
+    # Results go to results/ at the root whatever folder a kernel runs in (the book's executor may
+    # use a temporary one).
+    env = dict(os.environ, ICLR26_PROGRESS="0", ICLR26_RESULTS_DIR=str(ROOT / "results"),
+               PYTHONWARNINGS="ignore::DeprecationWarning")
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    if threads:
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env[var] = str(threads)
+    # The chapters' CPU workloads are small matrices: one thread per kernel is as fast, and two
+    # multi-threaded kernels on two cores thrash. `build` keeps an OMP_NUM_THREADS you set
+    # yourself; `test` always uses one thread per notebook, as CI does.
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(threads) if threads else os.environ.get(var, "1")
     return env
 
 

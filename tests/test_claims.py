@@ -78,3 +78,15 @@ def test_scorecard_shows_unrun_chapters_as_not_run(tmp_path):
     assert "| 02-other | — | — | — | — | not run |" in md
     assert "✅ held" in md and md.count("not run") == 2  # 'gap' never checked, 02 never run
     assert chapter_status(chapters, results) == {"01-demo": "1/2 held, 1 not run", "02-other": "not run"}
+
+
+def test_reported_claims_record_without_raising(tmp_path):
+    reported = Claim("noise", "more robust to noise", measure="accuracy gap", op=">", threshold=0.0,
+                     kind="analogue", asserted=False)
+    log = ClaimLog("01-demo", claims() + [reported], scale="ci", seed=0, results_dir=tmp_path)
+    assert log.check("noise", -1.5) == -1.5  # does not raise
+    assert "reported, not asserted" in log.table()
+    assert "❌ not reproduced (reported)" in log.summary()
+    results = load_results(tmp_path)
+    assert "❌ not reproduced (reported)" in scorecard_markdown(["01-demo"], results)
+    assert chapter_status(["01-demo"], results) == {"01-demo": "0/3 held, 1 not reproduced (reported), 2 not run"}

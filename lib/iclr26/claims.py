@@ -44,6 +44,11 @@ class Claim:
         smaller or synthetic setting).
     paper: the paper's own figure for this claim where the abstract gives one, else ``"—"``.
     paper_setting, our_setting: where the paper measured it, and where this chapter does.
+    asserted: ``True`` (the default): a failing check raises and fails the chapter. ``False``
+        declares, before the run, a claim the chapter *reports* without asserting -- one that
+        is known not to hold reliably at this scale (seed-dependent, or reversed). Its result
+        still goes to the scorecard, as "not reproduced" when it fails, so a claim that did not
+        carry over is shown rather than dropped.
     """
 
     id: str
@@ -55,6 +60,7 @@ class Claim:
     paper: str = "—"
     paper_setting: str = ""
     our_setting: str = ""
+    asserted: bool = True
 
     def __post_init__(self):
         if not isinstance(self.id, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", self.id):
@@ -96,6 +102,20 @@ def _fmt(x: float | None) -> str:
     return f"{x:.2e}"
 
 
+class Checked(float):
+    """The measured value a check returns: a float that shows, in a notebook, how its claim fared."""
+
+    def __new__(cls, value: float, line: str):
+        obj = super().__new__(cls, value)
+        obj.line = line
+        return obj
+
+    def __repr__(self) -> str:
+        return self.line
+
+    __str__ = __repr__  # print(log.check(...)) shows the verdict line too
+
+
 class ClaimLog:
     """The claims of one chapter run at one scale and seed, recorded as they are checked.
 
@@ -125,9 +145,11 @@ class ClaimLog:
         self._write()
 
     def check(self, claim_id: str, measured) -> float:
-        """Record ``measured`` for claim ``claim_id``; raise ``AssertionError`` if it fails.
+        """Record ``measured`` for claim ``claim_id``; raise ``AssertionError`` if it fails
+        (unless the claim was declared ``asserted=False``, i.e. reported only).
 
-        Returns the measured value as a float. The record (value, held or not, time) is written
+        Returns the measured value as a float (a :class:`Checked`, which a notebook shows as one
+        line: the claim, the value, the threshold and the verdict). The record (value, held or not, time) is written
         before the assertion is raised, so a failed claim shows as failed in the scorecard.
         """
         if claim_id not in self.claims:
@@ -138,11 +160,12 @@ class ClaimLog:
         self.results[claim_id] = {"measured": value, "held": bool(held),
                                   "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         self._write()
-        if not held:
+        if not held and claim.asserted:
             raise AssertionError(
                 f"claim {claim_id!r} did not hold: {claim.measure} = {_fmt(value)}, "
                 f"needed {claim.op} {_fmt(claim.threshold)} ({self.chapter}, SCALE={self.scale!r}, SEED={self.seed})")
-        return value
+        verdict = _status(held, claim.asserted)
+        return Checked(value, f"{verdict} · {claim_id}: {claim.measure} = {_fmt(value)} (passes if {claim.op} {_fmt(claim.threshold)})")
 
     def finish(self) -> float:
         """Record and return the seconds since this log was created (the chapter's run time)."""
@@ -156,8 +179,8 @@ class ClaimLog:
                 "| --- | --- | --- | --- | --- | --- |"]
         for c in self.claims.values():
             paper = c.paper_setting + (f" (reported: {c.paper})" if c.paper != "—" else "")
-            rows.append(f"| **{c.id}**: {c.text} | {paper} | {c.our_setting} | {c.measure} | "
-                        f"{c.op} {_fmt(c.threshold)} | {c.kind} |")
+            passes = f"{c.op} {_fmt(c.threshold)}" + ("" if c.asserted else " (reported, not asserted)")
+            rows.append(f"| **{c.id}**: {c.text} | {paper} | {c.our_setting} | {c.measure} | {passes} | {c.kind} |")
         return "\n".join(rows)
 
     def summary(self) -> str:
@@ -165,7 +188,7 @@ class ClaimLog:
         rows = ["| claim | measured | passes if | held |", "| --- | --- | --- | --- |"]
         for c in self.claims.values():
             r = self.results.get(c.id)
-            status = "not run" if r is None else ("✅ held" if r["held"] else "❌ failed")
+            status = "not run" if r is None else _status(r["held"], c.asserted)
             rows.append(f"| {c.id} | {_fmt(r and r['measured'])} | {c.op} {_fmt(c.threshold)} | {status} |")
         return "\n".join(rows)
 
@@ -196,8 +219,12 @@ def load_results(results_dir: str | Path) -> dict[tuple[str, str], dict]:
     return out
 
 
-def _status(held) -> str:
-    return "not run" if held is None else ("✅ held" if held else "❌ failed")
+def _status(held, asserted: bool = True) -> str:
+    if held is None:
+        return "not run"
+    if asserted:
+        return "✅ held" if held else "❌ failed"
+    return "✅ held (reported)" if held else "❌ not reproduced (reported)"
 
 
 def scorecard_rows(chapters: Sequence[str], results: dict[tuple[str, str], dict]) -> list[dict]:
@@ -214,7 +241,7 @@ def scorecard_rows(chapters: Sequence[str], results: dict[tuple[str, str], dict]
             for c in rec["claims"]:
                 rows.append({"chapter": chapter, "claim": c["id"], "text": c["text"], "paper": c.get("paper", "—"),
                              "ours": _fmt(c["measured"]), "threshold": f"{c['op']} {_fmt(c['threshold'])}",
-                             "status": _status(c["held"]), "scale": rec["scale"], "seed": str(rec["seed"]),
+                             "status": _status(c["held"], c.get("asserted", True)), "scale": rec["scale"], "seed": str(rec["seed"]),
                              "runtime": runtime, "kind": c["kind"]})
     return rows
 
@@ -240,9 +267,12 @@ def chapter_status(chapters: Sequence[str], results: dict[tuple[str, str], dict]
             out[chapter] = "not run"
             continue
         held = sum(c["held"] is True for c in rec["claims"])
-        failed = sum(c["held"] is False for c in rec["claims"])
+        failed = sum(c["held"] is False and c.get("asserted", True) for c in rec["claims"])
+        unreproduced = sum(c["held"] is False and not c.get("asserted", True) for c in rec["claims"])
         missing = sum(c["held"] is None for c in rec["claims"])
         total = len(rec["claims"])
-        parts = [f"{held}/{total} held"] + ([f"{failed} failed"] if failed else []) + ([f"{missing} not run"] if missing else [])
+        parts = ([f"{held}/{total} held"] + ([f"{failed} failed"] if failed else [])
+                 + ([f"{unreproduced} not reproduced (reported)"] if unreproduced else [])
+                 + ([f"{missing} not run"] if missing else []))
         out[chapter] = ", ".join(parts)
     return out

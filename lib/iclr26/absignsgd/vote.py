@@ -1,0 +1,113 @@
+"""Majority vote over simulated workers that exchange only gradient signs."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import torch
+from torch import nn
+
+from .optim import ABSignSGD
+
+
+def majority_vote(signs: torch.Tensor) -> torch.Tensor:
+    """Server-side aggregation: ``sign(sum_m s_m)`` over the workers' sign vectors.
+
+    signs: (M, ...) with entries in {-1, 0, +1}, one row per worker. Returns (...) in {-1, 0, +1}
+    (0 only where the vote ties, which cannot happen for odd M and nonzero signs).
+    """
+    if not isinstance(signs, torch.Tensor):
+        raise TypeError(f"signs must be a tensor of shape (M, ...), got {type(signs).__name__}")
+    if signs.ndim < 1 or signs.shape[0] < 1:
+        raise ValueError(f"signs must have a leading worker dimension M >= 1, got shape {tuple(signs.shape)}")
+    if not torch.all((signs == 1) | (signs == -1) | (signs == 0)):
+        raise ValueError("signs must contain only -1, 0 and +1")
+    return torch.sign(signs.sum(dim=0))  # the majority's sign, per coordinate
+
+
+def worker_block_gradients(model: nn.Module, block_params: Sequence[nn.Parameter], x: torch.Tensor,
+                           y: torch.Tensor, loss_fn: Callable = nn.functional.cross_entropy) -> list[torch.Tensor]:
+    """Each worker's gradient of its own minibatch loss w.r.t. one block, in one vectorised call.
+
+    x: (M, B, ...) -- M workers, B examples each; y: (M, B) (or (M, R, B) with x (M, R, B, d) for a
+    :func:`replica_mlp` model and ``loss_fn=replica_loss``). Uses ``torch.func.vmap`` over workers
+    and ``torch.func.grad`` w.r.t. the block's parameters only (the rest are constants, so nothing
+    below the block is differentiated). Returns a list, one (M, *p.shape) tensor per parameter.
+    """
+    from torch.func import functional_call, grad, vmap
+
+    if x.ndim < 2 or y.ndim < 2 or x.shape[: y.ndim] != y.shape:
+        raise ValueError(f"x must be (M, B, ...) and y (M, B) (y's shape a prefix of x's); got {tuple(x.shape)} and {tuple(y.shape)}")
+    ids = {id(p) for p in block_params}
+    names = [n for n, p in model.named_parameters() if id(p) in ids]
+    if len(names) != len(block_params):
+        raise ValueError("every block parameter must be a parameter of model")
+    frozen = {n: p.detach() for n, p in model.named_parameters() if id(p) not in ids}
+    block = {n: p.detach() for n, p in model.named_parameters() if id(p) in ids}
+
+    def loss_of_block(block_vals: dict, xb: torch.Tensor, yb: torch.Tensor) -> torch.Tensor:
+        return loss_fn(functional_call(model, {**frozen, **block_vals}, (xb,)), yb)
+
+    grads = vmap(grad(loss_of_block), in_dims=(None, 0, 0))(block, x, y)  # dict name -> (M, *shape)
+    return [grads[n] for n in names]
+
+
+def pack_signs(g: torch.Tensor) -> torch.Tensor:
+    """A worker's message: one bit per coordinate (1 for g >= 0), packed 8 to a byte.
+
+    g: any shape. Returns a uint8 tensor of ceil(numel/8) bytes -- what would go on the wire.
+    """
+    bits = (g.reshape(-1) >= 0).to(torch.uint8)                      # (n,) 1 bit each
+    pad = (-bits.numel()) % 8
+    bits = torch.cat([bits, bits.new_zeros(pad)]).reshape(-1, 8)     # (ceil(n/8), 8)
+    weights = torch.tensor([128, 64, 32, 16, 8, 4, 2, 1], dtype=torch.uint8, device=g.device)
+    return (bits * weights).sum(dim=1).to(torch.uint8)              # (ceil(n/8),) bytes
+
+
+def mv_step(opt: ABSignSGD, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+            loss_fn: Callable = nn.functional.cross_entropy) -> dict:
+    """One step of ABSignSGD with majority vote over M simulated workers.
+
+    Each worker computes the active block's gradient on its own minibatch (x: (M, B, ...),
+    y: (M, B)) and sends only its signs; the server takes the majority and every worker applies
+    ``x_block <- x_block - lr * vote`` (weight decay as in :class:`ABSignSGD`). Returns the bytes
+    each direction would carry: ``sign_bytes`` (all workers' packed signs) and ``fp32_bytes`` (the
+    same gradients sent as float32, as plain distributed SGD would).
+    """
+    if not isinstance(opt, ABSignSGD):
+        raise TypeError(f"opt must be an ABSignSGD, got {type(opt).__name__}")
+    group = opt.param_groups[opt.active_block]
+    params = group["params"]
+    grads = worker_block_gradients(model, params, x, y, loss_fn)     # list of (M, *shape)
+    sign_bytes = fp32_bytes = 0
+    with torch.no_grad():
+        for p, g in zip(params, grads):
+            signs = torch.sign(g)                                    # (M, *shape) what workers send
+            sign_bytes += sum(pack_signs(s).numel() for s in signs)  # count the packed bytes
+            fp32_bytes += g.to(torch.float32).numel() * 4
+            p.grad = majority_vote(signs)                            # the server's 1-bit reply
+    opt.step()
+    return {"sign_bytes": sign_bytes, "fp32_bytes": fp32_bytes}
+
+
+
+def sign_error_probability(p_wrong, n_workers: int) -> torch.Tensor:
+    """P(majority of ``n_workers`` independent signs is wrong) when each is wrong w.p. ``p_wrong``.
+
+    ``P = sum_{k > M/2} C(M, k) p^k (1-p)^(M-k)`` (ties for even M count half). p_wrong: float or
+    tensor in [0, 1]; n_workers: int >= 1. Returns a float64 tensor shaped like p_wrong.
+    """
+    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"n_workers must be an int >= 1, got {n_workers!r}")
+    p = torch.as_tensor(p_wrong, dtype=torch.float64)
+    if torch.any((p < 0) | (p > 1)):
+        raise ValueError("p_wrong must lie in [0, 1]")
+    m = n_workers
+    total = torch.zeros_like(p)
+    for k in range(m + 1):
+        term = math.comb(m, k) * p ** k * (1 - p) ** (m - k)
+        if 2 * k > m:
+            total = total + term
+        elif 2 * k == m:
+            total = total + 0.5 * term  # a tie is broken by a fair coin
+    return total

@@ -1,0 +1,155 @@
+"""The fine-tuning methods: VIDD (roll-in, roll-out with a value, forward-KL update, lagged teacher)
+and the DDPO baseline (clipped policy gradient), both counting their reward calls."""
+from __future__ import annotations
+
+import copy
+from typing import Callable
+
+import torch
+from torch import nn
+
+from .diffusion import MaskedDenoiser, rollout_step, sample, step_logprob
+from .toy import MASK, _check_alpha, _check_tokens
+
+
+# ---------------------------------------------------------------------------------------- methods
+@torch.no_grad()
+def posterior_mean_value(pre: nn.Module, x: torch.Tensor, reward_fn: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    """The paper's cheap value: ``v(x) ≈ r(x̂_0(x))`` with x̂_0 the pretrained denoiser's argmax fill-in.
+
+    x: (B, L) ids 0..4. Returns (B,) rewards; costs B reward calls. On a clean x it is r(x).
+    """
+    _check_tokens(x, "x", allow_mask=True)
+    x0_hat = torch.where(x == MASK, pre(x).argmax(-1), x)  # (B, L)
+    return reward_fn(x0_hat)
+
+
+def soft_weights(v: torch.Tensor, alpha: float, normalise: str = "none") -> torch.Tensor:
+    """Teacher weights ``w ∝ exp(v/α)``, self-normalised to mean 1. v: (B,). Returns (B,).
+
+    ``normalise="z"`` first standardises v within the batch (the official code's ``reward_norm``),
+    which changes the effective temperature to α·std(v).
+    """
+    _check_alpha(alpha)
+    if normalise not in ("none", "z"):
+        raise ValueError(f"normalise must be 'none' or 'z', got {normalise!r}")
+    if normalise == "z":
+        v = (v - v.mean()) / (v.std() + 1e-8)
+    logw = v.double() / alpha
+    return torch.softmax(logw, 0).to(v.dtype if v.is_floating_point() else torch.float32) * v.shape[0]
+
+
+def vidd_loss(model: nn.Module, x_t: torch.Tensor, x_s: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """VIDD's distillation loss: ``−mean_b w_b · log p_θ(x_s,b | x_t,b)``.
+
+    With x_s ~ p_old(·|x_t) and w ∝ exp(v(x_s)/α) this is, up to a constant, the forward
+    ``KL(p*(·|x_t) ‖ p_θ(·|x_t))`` to the soft-optimal kernel ``p* ∝ p_old · exp(v/α)``.
+    x_t, x_s: (B, L); weights: (B,), no gradient. Returns a scalar.
+    """
+    if weights.shape != x_t.shape[:1]:
+        raise ValueError(f"weights must have shape ({x_t.shape[0]},), got {tuple(weights.shape)}")
+    return -(weights.detach() * step_logprob(model, x_t, x_s)).mean()
+
+
+def finetune_vidd(model: MaskedDenoiser, pre: MaskedDenoiser, reward_fn: Callable[[torch.Tensor], torch.Tensor],
+                  updates: int, alpha: float, batch_size: int = 64, lr: float = 1e-3, refresh_every: int = 5,
+                  beta_pre: float = 0.5, normalise: str = "none", value: str | Callable = "posterior_mean",
+                  generator: torch.Generator | None = None,
+                  callback: Callable[[int, int], None] | None = None) -> dict:
+    """Fine-tune ``model`` (in place) by iterative distillation (VIDD).
+
+    Each update: **roll-in** B trajectories from the pretrained model (probability ``beta_pre``) or
+    from the lagged teacher ``old``; every state x_t on them is a training state (B·L states).
+    **Roll-out**: one step x_{t-1} ~ p_old(·|x_t) and its value v(x_{t-1}) (``"posterior_mean"``:
+    r(argmax x̂_0), one reward call each; or a callable (B, L) → (B,) such as an exact table, whose
+    calls are not counted).
+    **Update**: one Adam step on :func:`vidd_loss` with weights ``∝ exp(v/α)``. The teacher
+    ``old ← model`` every ``refresh_every`` updates; ``refresh_every=0`` freezes it at the
+    pretrained model (then the fixed point is p* itself).
+    ``callback(update, reward_calls)`` is called after each update. Returns a dict with
+    ``reward_calls`` (cumulative, one entry per update).
+    """
+    _check_alpha(alpha)
+    if updates < 0 or batch_size < 1 or refresh_every < 0 or not 0 <= beta_pre <= 1:
+        raise ValueError("need updates >= 0, batch_size >= 1, refresh_every >= 0, beta_pre in [0, 1]")
+    if value != "posterior_mean" and not callable(value):
+        raise ValueError(f"value must be 'posterior_mean' or a callable (B, L) -> (B,), got {value!r}")
+    L = model.length
+    device = next(model.parameters()).device
+    old = copy.deepcopy(pre).requires_grad_(False)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    calls, history = 0, []
+    for u in range(updates):
+        if refresh_every and u % refresh_every == 0 and u > 0:
+            old.load_state_dict(model.state_dict())  # the lagged copy catches up
+        # roll-in: off-policy states from the pretrained model or the lagged teacher
+        use_pre = torch.rand((), generator=generator).item() < beta_pre
+        _, traj = sample(pre if use_pre else old, batch_size, L, generator, device)  # (L+1, B, L)
+        x_t = traj[:-1].reshape(-1, L)  # (L*B, L) every state that still has a mask
+        # roll-out: one step of the teacher, and the value of where it lands
+        x_s = rollout_step(old, x_t, generator)  # (L*B, L)
+        v = posterior_mean_value(pre, x_s, reward_fn) if value == "posterior_mean" else value(x_s)
+        calls += x_s.shape[0] if value == "posterior_mean" else 0
+        w = soft_weights(v, alpha, normalise)  # (L*B,) ∝ exp(v/α)
+        loss = vidd_loss(model, x_t, x_s, w)  # forward KL to the soft-optimal kernel
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        history.append(calls)
+        if callback is not None:
+            callback(u, calls)
+    return {"reward_calls": history}
+
+
+def ddpo_loss(model: nn.Module, x_t: torch.Tensor, x_s: torch.Tensor, old_logp: torch.Tensor,
+              advantage: torch.Tensor, clip: float = 0.2) -> torch.Tensor:
+    """DDPO's clipped surrogate over denoising steps (PPO on the diffusion MDP).
+
+    ``ρ = p_θ(x_s|x_t)/p_old(x_s|x_t)``; loss ``= mean max(−A ρ, −A clip(ρ, 1−ε, 1+ε))``.
+    x_t, x_s: (N, L) transitions; old_logp, advantage: (N,). Returns a scalar.
+    """
+    if not 0 < clip < 1:
+        raise ValueError(f"clip must lie in (0, 1), got {clip}")
+    ratio = torch.exp(step_logprob(model, x_t, x_s) - old_logp.detach())
+    a = advantage.detach()
+    return torch.maximum(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
+
+
+def finetune_ddpo(model: MaskedDenoiser, reward_fn: Callable[[torch.Tensor], torch.Tensor], updates: int,
+                  batch_size: int = 64, lr: float = 1e-3, inner_steps: int = 2, clip: float = 0.2,
+                  generator: torch.Generator | None = None,
+                  callback: Callable[[int, int], None] | None = None) -> dict:
+    """Fine-tune ``model`` (in place) with DDPO: on-policy samples, normalised advantages, clipping.
+
+    Every ``inner_steps`` updates: draw B trajectories from the current model, score the B clean
+    strings (B reward calls), advantage ``A = (r − mean r)/std r`` shared by all L steps of a
+    trajectory; then ``inner_steps`` Adam steps on :func:`ddpo_loss`. ``updates`` counts Adam steps,
+    so the two fine-tuners can be compared at an equal number of updates.
+    Returns a dict with ``reward_calls`` (cumulative, one entry per update).
+    """
+    if updates < 0 or batch_size < 2 or inner_steps < 1:
+        raise ValueError("need updates >= 0, batch_size >= 2, inner_steps >= 1")
+    L = model.length
+    device = next(model.parameters()).device
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    calls, history, u = 0, [], 0
+    while u < updates:
+        x0, traj = sample(model, batch_size, L, generator, device)  # on-policy
+        r = reward_fn(x0)
+        calls += batch_size
+        adv = ((r - r.mean()) / (r.std() + 1e-8)).repeat(L)  # (L*B,) one advantage per trajectory
+        x_t, x_s = traj[:-1].reshape(-1, L), traj[1:].reshape(-1, L)
+        with torch.no_grad():
+            old_logp = step_logprob(model, x_t, x_s)
+        for _ in range(inner_steps):
+            if u >= updates:
+                break
+            loss = ddpo_loss(model, x_t, x_s, old_logp, adv, clip)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            history.append(calls)
+            if callback is not None:
+                callback(u, calls)
+            u += 1
+    return {"reward_calls": history}

@@ -1,0 +1,317 @@
+"""Unit tests of iclr26.absignsgd (seconds)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from iclr26.absignsgd import (
+    ABSignSGD, BlockAdam, DepthBiasedSchedule, ReplicaLinear, UniformSchedule, backward_linear_ops,
+    check_depth_biased_schedule, check_expected_depth, depth_biased_tau, expected_backward_depth,
+    linear_blocks, majority_vote, mv_step, pack_signs, replica_evaluate, replica_loss, replica_mlp,
+    saved_activation_bytes, sign_error_probability, training_state_bytes, visit_frequencies,
+    worker_block_gradients,
+)
+from iclr26.harness import mlp, optimizer_state_bytes
+
+SIZES = [8, 7, 6, 5, 4]  # 4 Linear blocks
+
+
+def data(n=12, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, SIZES[0], generator=g), torch.randint(SIZES[-1], (n,), generator=g)
+
+
+# ---------------------------------------------------------------- schedules
+
+def test_tau_values_and_errors():
+    assert torch.equal(depth_biased_tau(6, 10.0), torch.tensor([66., 56., 46., 36., 26., 16.], dtype=torch.float64))
+    with pytest.raises(ValueError):
+        depth_biased_tau(0)
+    with pytest.raises(TypeError):
+        depth_biased_tau(2.0)
+    with pytest.raises(ValueError):
+        depth_biased_tau(3, c=-1.0)
+
+
+def test_expected_depth_closed_form():
+    tau = depth_biased_tau(6, 10.0)
+    d = torch.arange(6, 0, -1, dtype=torch.float64)
+    naive = float((d / tau).sum() / (1 / tau).sum())
+    assert expected_backward_depth(tau) == pytest.approx(naive, abs=1e-12)
+    assert expected_backward_depth(tau) == pytest.approx(2.66998, abs=1e-4)
+    assert expected_backward_depth(torch.ones(6)) == pytest.approx(3.5)
+    # c -> infinity: frequencies ∝ 1/(N-i), depth N / H_N
+    assert expected_backward_depth(depth_biased_tau(6, 1e9)) == pytest.approx(6 / sum(1 / k for k in range(1, 7)), rel=1e-6)
+    with pytest.raises(ValueError):
+        visit_frequencies(torch.tensor([1.0, 0.0]))
+    with pytest.raises(ValueError):
+        visit_frequencies(torch.ones(2, 2))
+
+
+def test_schedule_frequencies_and_windows():
+    n, steps = 6, 6000
+    sched = DepthBiasedSchedule(n, 10.0)
+    picks = torch.tensor([sched() for _ in range(steps)])
+    freq = torch.bincount(picks, minlength=n).double() / steps
+    p = visit_frequencies(sched.tau)
+    assert torch.allclose(freq, p, rtol=0.02)
+    window = int(torch.floor(sched.tau.max() / sched.tau).sum()) + n  # B = sum_j (floor(tau_max/tau_j) + 1)
+    for start in range(0, steps - window, 37):
+        assert set(picks[start:start + window].tolist()) == set(range(n))
+    assert freq[-1] > freq[0]  # deeper (nearer the loss) blocks are picked more often
+
+
+def test_uniform_schedule_is_seeded_and_in_range():
+    a = [UniformSchedule(5, torch.Generator().manual_seed(3))() for _ in range(1)]
+    s1, s2 = UniformSchedule(5, torch.Generator().manual_seed(3)), UniformSchedule(5, torch.Generator().manual_seed(3))
+    seq1, seq2 = [s1() for _ in range(200)], [s2() for _ in range(200)]
+    assert seq1 == seq2 and set(seq1) == set(range(5)) and a[0] == seq1[0]
+    with pytest.raises(TypeError):
+        UniformSchedule(3, generator=3)
+
+
+# ---------------------------------------------------------------- ABSignSGD
+
+def one_step(opt, model, x, y):
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss.backward()
+    grads = {id(p): (p.grad.clone() if p.grad is not None else None) for p in model.parameters()}
+    active = opt.active_block
+    opt.step()
+    opt.zero_grad()
+    return active, grads, loss
+
+
+@pytest.mark.parametrize("wd", [0.0, 0.1])
+def test_only_active_block_moves_by_lr_sign(wd):
+    model = mlp(SIZES, seed=0)
+    x, y = data()
+    lr = 0.01
+    opt = ABSignSGD(linear_blocks(model), lr=lr, weight_decay=wd)
+    for _ in range(8):
+        before = [p.detach().clone() for p in model.parameters()]
+        blocks = linear_blocks(model)
+        active, grads, _ = one_step(opt, model, x, y)
+        for b, block in enumerate(blocks):
+            for p in block:
+                old = before[[q is p for q in model.parameters()].index(True)]
+                if b != active:
+                    assert grads[id(p)] is None  # no gradient outside the active block
+                    assert torch.equal(p.detach(), old)
+                else:
+                    want = old * (1 - lr * wd) - lr * torch.sign(grads[id(p)])
+                    assert torch.allclose(p.detach(), want, atol=1e-7)
+                    if wd == 0:
+                        assert torch.allclose((p.detach() - old).abs(), torch.full_like(old, lr))
+    assert optimizer_state_bytes(opt) == 0 and len(opt.state) == 0
+
+
+def test_requires_grad_follows_active_block_and_backward_stops_early():
+    model = mlp(SIZES, seed=1)
+    x, y = data()
+    opt = ABSignSGD(linear_blocks(model), lr=1e-3)
+    n = opt.n_blocks
+    for _ in range(10):
+        b = opt.active_block
+        for i, block in enumerate(linear_blocks(model)):
+            assert all(p.requires_grad == (i == b) for p in block)
+        loss = nn.functional.cross_entropy(model(x), y)
+        assert backward_linear_ops(loss) == n - b
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+
+
+def test_optimizer_errors():
+    model = mlp(SIZES, seed=0)
+    with pytest.raises(ValueError):
+        ABSignSGD(linear_blocks(model), lr=0.0)
+    with pytest.raises(ValueError):
+        ABSignSGD(linear_blocks(model), lr=1e-3, weight_decay=-1.0)
+    with pytest.raises(TypeError):
+        ABSignSGD([], lr=1e-3)
+    with pytest.raises(ValueError):
+        ABSignSGD(linear_blocks(model), lr=1e-3, schedule=DepthBiasedSchedule(2))
+    blocks = linear_blocks(model)
+    with pytest.raises(ValueError):
+        ABSignSGD([blocks[0], blocks[0]], lr=1e-3)
+    with pytest.raises(ValueError):
+        BlockAdam(linear_blocks(model), lr=1e-3, betas=(1.0, 0.9))
+    with pytest.raises(ValueError):
+        backward_linear_ops(torch.tensor(1.0))
+
+
+# ---------------------------------------------------------------- BlockAdam
+
+def test_block_adam_with_one_block_is_torch_adam():
+    x, y = data()
+    m1, m2 = mlp(SIZES, seed=2), mlp(SIZES, seed=2)
+    o1 = BlockAdam([list(m1.parameters())], lr=1e-2)
+    o2 = torch.optim.Adam(m2.parameters(), lr=1e-2)
+    for _ in range(5):
+        for m, o in ((m1, o1), (m2, o2)):
+            nn.functional.cross_entropy(m(x), y).backward()
+            o.step()
+            o.zero_grad()
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        assert torch.allclose(p, q, atol=1e-6)
+
+
+def test_block_adam_state_bytes():
+    model = mlp(SIZES, seed=0)
+    x, y = data()
+    n_par = sum(p.numel() for p in model.parameters())
+    keep = BlockAdam(linear_blocks(model), lr=1e-3)
+    for _ in range(60):
+        one_step(keep, model, x, y)
+    assert optimizer_state_bytes(keep) == 8 * n_par  # every block visited: two fp32 moments each
+    model2 = mlp(SIZES, seed=0)
+    reset = BlockAdam(linear_blocks(model2), lr=1e-3, reset_on_switch=True)
+    sizes = [sum(p.numel() for p in b) for b in linear_blocks(model2)]
+    for _ in range(20):
+        active, _, _ = one_step(reset, model2, x, y)
+        assert optimizer_state_bytes(reset) in (0, 8 * sizes[active])
+        assert optimizer_state_bytes(reset) <= 8 * max(sizes)
+
+
+def test_block_adam_first_visit_is_almost_sign():
+    model = mlp(SIZES, seed=3)
+    x, y = data()
+    opt = BlockAdam(linear_blocks(model), lr=1e-3, reset_on_switch=True)
+    before = [p.detach().clone() for p in model.parameters()]
+    active, grads, _ = one_step(opt, model, x, y)
+    for p, old in zip(model.parameters(), before):
+        g = grads[id(p)]
+        if g is not None:
+            want = old - 1e-3 * g / (g.abs() + 1e-8)
+            assert torch.allclose(p.detach(), want, atol=1e-7)
+
+
+# ---------------------------------------------------------------- majority vote
+
+def test_majority_vote_matches_naive():
+    g = torch.Generator().manual_seed(0)
+    signs = torch.randint(0, 2, (5, 3, 4), generator=g).float() * 2 - 1
+    vote = majority_vote(signs)
+    for idx in torch.cartesian_prod(torch.arange(3), torch.arange(4)):
+        col = signs[:, idx[0], idx[1]]
+        assert vote[idx[0], idx[1]] == (1.0 if (col > 0).sum() > 2 else -1.0)
+    with pytest.raises(ValueError):
+        majority_vote(torch.tensor([[0.5, 1.0]]))
+    with pytest.raises(TypeError):
+        majority_vote([1, -1])
+
+
+def test_worker_gradients_match_loop():
+    model = mlp(SIZES, seed=4)
+    block = linear_blocks(model)[1]
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(3, 6, SIZES[0], generator=g), torch.randint(SIZES[-1], (3, 6), generator=g)
+    grads = worker_block_gradients(model, block, x, y)
+    for m in range(3):
+        ref = torch.autograd.grad(nn.functional.cross_entropy(model(x[m]), y[m]), block)
+        for a, b in zip(grads, ref):
+            assert torch.allclose(a[m], b, atol=1e-6)
+    with pytest.raises(ValueError):
+        worker_block_gradients(model, block, x, y[:, :2])
+
+
+def test_mv_step_single_worker_is_absignsgd_and_counts_bytes():
+    x, y = data()
+    m1, m2 = mlp(SIZES, seed=5), mlp(SIZES, seed=5)
+    o1, o2 = ABSignSGD(linear_blocks(m1), lr=1e-2), ABSignSGD(linear_blocks(m2), lr=1e-2)
+    for _ in range(6):
+        size = sum(p.numel() for p in o1.param_groups[o1.active_block]["params"])
+        info = mv_step(o1, m1, x[None], y[None])
+        assert info["fp32_bytes"] == 4 * size
+        assert info["sign_bytes"] == sum(math.ceil(p.numel() / 8) for p in o2.param_groups[o2.active_block]["params"])
+        one_step(o2, m2, x, y)
+    for p, q in zip(m1.parameters(), m2.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_pack_signs():
+    g = torch.tensor([1.0, -2.0, 0.5, -0.1, 3.0, 1.0, -1.0, 2.0, -5.0])
+    packed = pack_signs(g)
+    assert packed.dtype == torch.uint8 and packed.numel() == 2
+    assert packed[0].item() == 0b10101101 and packed[1].item() == 0
+
+
+def test_sign_error_probability():
+    p = torch.tensor([0.1, 0.3, 0.45])
+    assert torch.allclose(sign_error_probability(p, 1), p.double())
+    prev = p.double()
+    for m in (3, 5, 7, 9):
+        cur = sign_error_probability(p, m)
+        assert torch.all(cur < prev)
+        prev = cur
+    g = torch.Generator().manual_seed(0)
+    wrong = (torch.rand(200_000, 5, generator=g) < 0.3).sum(1) > 2
+    assert wrong.double().mean().item() == pytest.approx(sign_error_probability(0.3, 5).item(), abs=0.005)
+    with pytest.raises(ValueError):
+        sign_error_probability(1.5, 3)
+    with pytest.raises(ValueError):
+        sign_error_probability(0.2, 0)
+
+
+# ---------------------------------------------------------------- replicas and measurement
+
+def test_replica_mlp_matches_individual_models():
+    models = [mlp(SIZES, seed=s) for s in range(3)]
+    rep = replica_mlp(models)
+    x = torch.randn(3, 5, SIZES[0])
+    out = rep(x)
+    assert out.shape == (3, 5, SIZES[-1])
+    for r, m in enumerate(models):
+        assert torch.allclose(out[r], m(x[r]), atol=1e-6)
+    y = torch.randint(SIZES[-1], (3, 5))
+    want = sum(nn.functional.cross_entropy(m(x[r]), y[r]) for r, m in enumerate(models))
+    assert torch.allclose(replica_loss(out, y), want, atol=1e-6)
+    xs, ys = torch.randn(7, SIZES[0]), torch.randint(SIZES[-1], (7,))
+    loss, acc = replica_evaluate(rep, xs, ys, 3)
+    for r, m in enumerate(models):
+        assert loss[r].item() == pytest.approx(nn.functional.cross_entropy(m(xs), ys).item(), abs=1e-6)
+        assert acc[r].item() == pytest.approx((m(xs).argmax(1) == ys).float().mean().item())
+    with pytest.raises(ValueError):
+        rep(torch.randn(2, 5, SIZES[0]))
+
+
+def test_replica_linear_gradcheck():
+    torch.manual_seed(0)
+    layer = ReplicaLinear(torch.randn(2, 3, 4, dtype=torch.float64), torch.randn(2, 3, dtype=torch.float64))
+    x = torch.randn(2, 5, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda x, w, b: torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2)),
+                                    (x, layer.weight, layer.bias))
+    assert torch.autograd.gradcheck(layer, (x,))
+
+
+def test_saved_activations_shrink_with_deeper_blocks():
+    model = mlp(SIZES, seed=0)
+    x, y = data(n=32)
+    blocks = linear_blocks(model)
+    sizes = []
+    for b in range(len(blocks)):
+        for i, block in enumerate(blocks):
+            for p in block:
+                p.requires_grad_(i == b)
+        _, nbytes = saved_activation_bytes(lambda: nn.functional.cross_entropy(model(x), y))
+        sizes.append(nbytes)
+    assert all(a > b for a, b in zip(sizes, sizes[1:]))
+    st = training_state_bytes(model)
+    assert st["params"] == 4 * sum(p.numel() for p in model.parameters()) and st["grads"] == 0
+
+
+def test_check_functions():
+    def good(n, c, steps):
+        s = DepthBiasedSchedule(n, c)
+        return [s() for _ in range(steps)]
+
+    assert "✓" in check_depth_biased_schedule(good)
+    with pytest.raises(AssertionError):
+        check_depth_biased_schedule(lambda n, c, steps: [k % n for k in range(steps)])
+    assert "✓" in check_expected_depth(lambda n, c: expected_backward_depth(depth_biased_tau(n, c)))
+    with pytest.raises(AssertionError):
+        check_expected_depth(lambda n, c: (n + 1) / 2)
