@@ -1,0 +1,154 @@
+"""The PaAno detector: training loop, memory bank, scoring (``PaAno(cfg).fit(x).score(x)``)."""
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .model import (PatchEncoder, PretextHead, build_memory_bank, knn_cosine_score, n_parameters,
+                    patch_scores_to_points, pretext_loss, pretext_weight, sliding_patches,
+                    triplet_hardest_negative)
+
+# ------------------------------------------------------------------------------------- detector
+
+
+@dataclass
+class PaAnoConfig:
+    """PaAno's hyper-parameters. Defaults are the official code's (w=96 in its scripts) except
+    where a CPU run needs smaller: the notebook's ``ci`` preset shrinks the encoder and the steps."""
+
+    patch_len: int = 96
+    channels: tuple = (128, 256, 128, 64)
+    kernels: tuple = (7, 5, 3, 3)
+    proj_dim: int = 256
+    batch_size: int = 512
+    iters: int = 200
+    lr: float = 1e-4
+    weight_decay: float = 1e-4
+    margin: float = 0.5
+    shift: int = 2             # positives are the patch shifted by ±1..shift
+    n_rand: int = 5            # random partners per anchor in the pretext loss
+    pretext_frac: float = 0.1  # λ anneals to 0 over this fraction of the iterations
+    use_pretext: bool = True
+    negative: str = "hardest"
+    bank_frac: float = 0.1
+    bank_min: int = 500
+    k: int = 3
+
+
+class PaAno:
+    """The detector: ``PaAno(cfg, in_ch).fit(x_train, seed)`` then ``.score(x) -> (n,)``.
+
+    ``fit(..., train=False)`` skips training and builds the memory bank from the randomly
+    initialised encoder (the "does representation learning matter" ablation).
+    """
+
+    def __init__(self, cfg: PaAnoConfig | None = None, in_ch: int = 1, device: str | torch.device = "cpu"):
+        self.cfg = cfg or PaAnoConfig()
+        self.in_ch, self.device = in_ch, torch.device(device)
+        self.encoder: PatchEncoder | None = None
+        self.head: PretextHead | None = None
+        self.bank: torch.Tensor | None = None  # (M, D) coreset of training embeddings
+        self.train_embeddings: torch.Tensor | None = None  # (N, D) every training patch, embedded
+        self.history: list[float] = []  # the training loss at each step
+
+    def _as_tensor(self, x) -> torch.Tensor:
+        x = torch.as_tensor(np.asarray(x, dtype=np.float32) if not isinstance(x, torch.Tensor) else x,
+                            dtype=torch.float32, device=self.device)
+        if x.ndim == 1:
+            x = x[:, None]
+        if x.ndim != 2 or x.shape[1] != self.in_ch:
+            raise ValueError(f"series must have shape (n, {self.in_ch}), got {tuple(x.shape)}")
+        if x.shape[0] < self.cfg.patch_len + 2 * self.cfg.shift + 1:
+            raise ValueError(f"series of {x.shape[0]} steps is too short for patch_len={self.cfg.patch_len}")
+        return x
+
+    def fit(self, x_train, seed: int = 0, train: bool = True) -> "PaAno":
+        """Train the encoder on the stride-1 patches of ``x_train`` (n, C) and build the memory bank."""
+        cfg = self.cfg
+        gen = torch.Generator().manual_seed(int(seed))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            self.encoder = PatchEncoder(self.in_ch, cfg.channels, cfg.kernels, cfg.proj_dim).to(self.device)
+            self.head = PretextHead(self.encoder.dim).to(self.device)
+        patches = sliding_patches(self._as_tensor(x_train), cfg.patch_len)  # (N, C, w)
+        if train:
+            self._train(patches, gen)
+        self.encoder.eval()
+        with torch.no_grad():
+            self.train_embeddings = torch.cat([self.encoder.embed(p) for p in patches.split(4096)])  # (N, D)
+        self.bank = self.train_embeddings[build_memory_bank(self.train_embeddings, cfg.bank_frac, cfg.bank_min, seed)]
+        return self
+
+    def _train(self, patches: torch.Tensor, gen: torch.Generator) -> None:
+        cfg, n = self.cfg, patches.shape[0]
+        B = min(cfg.batch_size, n)
+        params = list(self.encoder.parameters()) + list(self.head.parameters())
+        opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        offsets = torch.tensor([*range(-cfg.shift, 0), *range(1, cfg.shift + 1)])
+        mu = 10.0 if self.in_ch == 1 else 1.0  # the official code divides the univariate triplet loss by 10
+        best, best_state = float("inf"), None
+        self.encoder.train()
+        self.history = []
+        for it in range(cfg.iters):
+            lr = cfg.lr / 10 + (cfg.lr - cfg.lr / 10) * 0.5 * (1 + math.cos(math.pi * (it + 1) / cfg.iters))
+            for g in opt.param_groups:  # cosine decay from lr to lr/10
+                g["lr"] = lr
+            idx = torch.randperm(n, generator=gen)[:B]  # anchors: (B,)
+            cand = idx[:, None] + offsets  # positives: a shift of ±1..r that stays inside the series
+            score = torch.where((cand >= 0) & (cand < n), torch.rand(cand.shape, generator=gen), torch.tensor(-1.0))
+            pos = cand.gather(1, score.argmax(1, keepdim=True)).squeeze(1)
+            idx, pos = idx.to(patches.device), pos.to(patches.device)  # indices live with the data
+            lam = pretext_weight(it, cfg.iters, cfg.pretext_frac) if cfg.use_pretext else 0.0
+            prev = idx - cfg.patch_len  # the patch right before the anchor, for the pretext task
+            ok = prev >= 0
+            if lam > 0 and ok.sum() > 0:
+                h = self.encoder.embed(torch.cat([patches[idx], patches[pos], patches[prev[ok]]]))
+                h_a, h_p, h_prev = h[:B], h[B:2 * B], h[2 * B:]
+                partner = (torch.arange(B)[:, None] + torch.randint(1, B, (B, cfg.n_rand), generator=gen)) % B
+                partner = partner.to(patches.device)  # (B, R): other anchors of the batch, never itself
+                l_pre = pretext_loss(self.head, h_a[ok], h_prev, h_a[partner[ok]])
+            else:
+                h = self.encoder.embed(torch.cat([patches[idx], patches[pos]]))
+                h_a, h_p = h[:B], h[B:]
+                l_pre = h.new_zeros(())
+            l_tri = triplet_hardest_negative(self.encoder.project(h_a), self.encoder.project(h_p), cfg.margin, cfg.negative) / mu
+            loss = l_tri + lam * l_pre  # L = L_triplet / μ + λ(it) · L_pretext
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            self.history.append(loss.item())
+            if loss.item() < best:  # keep the lowest-loss weights, as the official code does
+                best, best_state = loss.item(), copy.deepcopy(self.encoder.state_dict())
+        if best_state is not None:
+            self.encoder.load_state_dict(best_state)
+
+    @torch.no_grad()
+    def embed(self, x) -> torch.Tensor:
+        """Embeddings of every stride-1 patch of x (n, C) -> (n - w + 1, D)."""
+        if self.encoder is None:
+            raise RuntimeError("call fit() before embed() or score()")
+        self.encoder.eval()
+        patches = sliding_patches(self._as_tensor(x), self.cfg.patch_len)
+        return torch.cat([self.encoder.embed(p) for p in patches.split(4096)])
+
+    @torch.no_grad()
+    def patch_scores(self, x) -> torch.Tensor:
+        """Anomaly score of every patch of x: (n - w + 1,)."""
+        return knn_cosine_score(self.embed(x), self.bank, min(self.cfg.k, len(self.bank)))
+
+    @torch.no_grad()
+    def score(self, x) -> torch.Tensor:
+        """Anomaly score of every time step of x (n, C) -> (n,), higher = more anomalous."""
+        s = self.patch_scores(x)
+        return patch_scores_to_points(s, s.shape[0] + self.cfg.patch_len - 1, self.cfg.patch_len)
+
+    def n_parameters(self) -> int:
+        """Trainable scalars of encoder + projection + pretext head (what training updates)."""
+        if self.encoder is not None:
+            return n_parameters(self.encoder) + n_parameters(self.head)
+        enc = PatchEncoder(self.in_ch, self.cfg.channels, self.cfg.kernels, self.cfg.proj_dim)  # count only
+        return n_parameters(enc) + n_parameters(PretextHead(enc.dim))
