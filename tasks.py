@@ -178,7 +178,8 @@ def test() -> None:
     # Each notebook in its own kernel, two at a time, one torch thread each (two default-threaded
     # torch processes on two cores thrash). The claim checks inside fail a notebook's cell.
     steps["every notebook under nbval"] = run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "-q", "-n", "2", "--dist", "loadfile", "notebooks"],
+        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-cell-timeout", "600", "-q", "-n", "2", "--dist", "loadfile",
+         "notebooks"],
         env=quiet_env(threads=1), check=False)
     t2 = time.time()
     scorecard()
