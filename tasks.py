@@ -56,6 +56,9 @@ def ensure_env(argv: list[str]) -> None:
     run(pip + ["--no-deps", "-r", str(NODEPS)])
     run(pip + ["--no-deps", "--no-build-isolation", "-e", str(ROOT)])
     stamp.write_text(digest + "\n")
+    # Start again so this interpreter sees what was just installed (an editable install is
+    # picked up only at start-up).
+    os.execv(sys.executable, [sys.executable, __file__, *argv])
 
 
 def run(cmd: list[str], env: dict | None = None, check: bool = True) -> int:
