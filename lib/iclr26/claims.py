@@ -227,52 +227,55 @@ def _status(held, asserted: bool = True) -> str:
     return "✅ held (reported)" if held else "❌ not reproduced (reported)"
 
 
-def scorecard_rows(chapters: Sequence[str], results: dict[tuple[str, str], dict]) -> list[dict]:
-    """One row per claim per recorded scale; a chapter with no results is one "not run" row."""
-    rows = []
-    for chapter in chapters:
-        records = [r for (ch, _), r in sorted(results.items()) if ch == chapter]
-        if not records:
-            rows.append({"chapter": chapter, "claim": "—", "text": "no recorded run", "paper": "—", "ours": "—",
-                         "threshold": "—", "status": "not run", "scale": "—", "seed": "—", "runtime": "—", "kind": "—"})
-            continue
-        for rec in records:
-            runtime = "—" if rec.get("runtime_s") is None else f"{rec['runtime_s']:.0f} s"
-            for c in rec["claims"]:
-                rows.append({"chapter": chapter, "claim": c["id"], "text": c["text"], "paper": c.get("paper", "—"),
-                             "ours": _fmt(c["measured"]), "threshold": f"{c['op']} {_fmt(c['threshold'])}",
-                             "status": _status(c["held"], c.get("asserted", True)), "scale": rec["scale"], "seed": str(rec["seed"]),
-                             "runtime": runtime, "kind": c["kind"]})
-    return rows
-
-
 def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], dict]) -> str:
-    """The scorecard as a Markdown table (chapter, claim, paper's figure, ours, threshold, held,
-    faithful or analogue, scale, seed, chapter run time)."""
-    lines = ["| chapter | claim | paper's figure | our figure | threshold | held | kind | scale | seed | run time |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in scorecard_rows(chapters, results):
-        claim = r["claim"] if r["claim"] == "—" else f"**{r['claim']}** {r['text']}"
-        lines.append(f"| {r['chapter']} | {claim} | {r['paper']} | {r['ours']} | {r['threshold']} | {r['status']} | "
-                     f"{r['kind']} | {r['scale']} | {r['seed']} | {r['runtime']} |")
-    return "\n".join(lines)
+    """The scorecard in Markdown: a summary table (one line per chapter and recorded scale), then
+    one table per chapter with one row per claim -- the claim, the paper's figure, our figure, the
+    threshold, held or not, faithful or analogue -- under a line giving the run's scale, seed and
+    run time. A chapter with no recorded run says so and shows no claim as held."""
+    lines = ["| chapter | scale | seed | run time | claims |", "| --- | --- | --- | --- | --- |"]
+    for chapter in chapters:
+        records = _records(chapter, results)
+        if not records:
+            lines.append(f"| {chapter} | — | — | — | not run |")
+        for rec in records:
+            lines.append(f"| {chapter} | {rec['scale']} | {rec['seed']} | {_runtime(rec)} | {_record_summary(rec)} |")
+    for chapter in chapters:
+        lines += ["", f"## {chapter}", ""]
+        records = _records(chapter, results)
+        if not records:
+            lines.append("No recorded run: every claim of this chapter counts as *not run*.")
+        for rec in records:
+            lines += [f"`SCALE=\"{rec['scale']}\"` · seed {rec['seed']} · run time {_runtime(rec)}", "",
+                      "| claim | paper's figure | our figure | threshold | held | kind |",
+                      "| --- | --- | --- | --- | --- | --- |"]
+            for c in rec["claims"]:
+                lines.append(f"| **{c['id']}** {c['text']} | {c.get('paper', '—')} | {_fmt(c['measured'])} | "
+                             f"{c['op']} {_fmt(c['threshold'])} | {_status(c['held'], c.get('asserted', True))} | {c['kind']} |")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _records(chapter: str, results: dict[tuple[str, str], dict]) -> list[dict]:
+    return [r for (ch, _), r in sorted(results.items()) if ch == chapter]
+
+
+def _runtime(rec: dict) -> str:
+    return "—" if rec.get("runtime_s") is None else f"{rec['runtime_s']:.0f} s"
+
+
+def _record_summary(rec: dict) -> str:
+    """E.g. "3/3 held", "2/3 held, 1 failed", "5/6 held, 1 not reproduced (reported)"."""
+    claims = rec["claims"]
+    held = sum(c["held"] is True for c in claims)
+    failed = sum(c["held"] is False and c.get("asserted", True) for c in claims)
+    unreproduced = sum(c["held"] is False and not c.get("asserted", True) for c in claims)
+    missing = sum(c["held"] is None for c in claims)
+    parts = ([f"{held}/{len(claims)} held"] + ([f"{failed} failed"] if failed else [])
+             + ([f"{unreproduced} not reproduced (reported)"] if unreproduced else [])
+             + ([f"{missing} not run"] if missing else []))
+    return ", ".join(parts)
 
 
 def chapter_status(chapters: Sequence[str], results: dict[tuple[str, str], dict], scale: str = "ci") -> dict[str, str]:
     """Per chapter, a short status for the README: "3/3 held", "2/3 held, 1 failed", or "not run"."""
-    out = {}
-    for chapter in chapters:
-        rec = results.get((chapter, scale))
-        if rec is None:
-            out[chapter] = "not run"
-            continue
-        held = sum(c["held"] is True for c in rec["claims"])
-        failed = sum(c["held"] is False and c.get("asserted", True) for c in rec["claims"])
-        unreproduced = sum(c["held"] is False and not c.get("asserted", True) for c in rec["claims"])
-        missing = sum(c["held"] is None for c in rec["claims"])
-        total = len(rec["claims"])
-        parts = ([f"{held}/{total} held"] + ([f"{failed} failed"] if failed else [])
-                 + ([f"{unreproduced} not reproduced (reported)"] if unreproduced else [])
-                 + ([f"{missing} not run"] if missing else []))
-        out[chapter] = ", ".join(parts)
-    return out
+    return {ch: _record_summary(results[(ch, scale)]) if (ch, scale) in results else "not run" for ch in chapters}
