@@ -91,3 +91,13 @@ def test_reported_claims_record_without_raising(tmp_path):
     results = load_results(tmp_path)
     assert "❌ not reproduced (reported)" in scorecard_markdown(["01-demo"], results)
     assert chapter_status(["01-demo"], results) == {"01-demo": "0/3 held, 1 not reproduced (reported), 2 not run"}
+
+
+def test_pipes_in_claim_text_do_not_break_tables(tmp_path):
+    c = Claim("abs", "|x − y| is small", measure="max |x − y|", op="<", threshold=1.0, kind="faithful")
+    log = ClaimLog("01-demo", [c], scale="ci", seed=0, results_dir=tmp_path)
+    log.check("abs", 0.5)
+    row = log.table().splitlines()[2]
+    assert row.count("|") - row.count("\\|") == 7  # 6 columns, only the escaped pipes are literal
+    md = scorecard_markdown(["01-demo"], load_results(tmp_path))
+    assert "\\|x − y\\| is small" in md

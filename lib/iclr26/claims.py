@@ -94,6 +94,11 @@ def _as_number(measured) -> float:
     return float(measured)
 
 
+def _cell(text: str) -> str:
+    """Text made safe for a Markdown table cell: a literal '|' (as in |x|) would split the cell."""
+    return str(text).replace("|", "\\|")
+
+
 def _fmt(x: float | None) -> str:
     if x is None:
         return "—"
@@ -180,7 +185,8 @@ class ClaimLog:
         for c in self.claims.values():
             paper = c.paper_setting + (f" (reported: {c.paper})" if c.paper != "—" else "")
             passes = f"{c.op} {_fmt(c.threshold)}" + ("" if c.asserted else " (reported, not asserted)")
-            rows.append(f"| **{c.id}**: {c.text} | {paper} | {c.our_setting} | {c.measure} | {passes} | {c.kind} |")
+            rows.append(f"| **{c.id}**: {_cell(c.text)} | {_cell(paper)} | {_cell(c.our_setting)} | {_cell(c.measure)} | "
+                        f"{passes} | {c.kind} |")
         return "\n".join(rows)
 
     def summary(self) -> str:
@@ -249,7 +255,7 @@ def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], d
                       "| claim | paper's figure | our figure | threshold | held | kind |",
                       "| --- | --- | --- | --- | --- | --- |"]
             for c in rec["claims"]:
-                lines.append(f"| **{c['id']}** {c['text']} | {c.get('paper', '—')} | {_fmt(c['measured'])} | "
+                lines.append(f"| **{c['id']}** {_cell(c['text'])} | {_cell(c.get('paper', '—'))} | {_fmt(c['measured'])} | "
                              f"{c['op']} {_fmt(c['threshold'])} | {_status(c['held'], c.get('asserted', True))} | {c['kind']} |")
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
