@@ -8,6 +8,10 @@ With no virtual environment (or conda env) active, both make ``.venv/`` here and
 Either way they install the exact versions of ``requirements-lock.txt`` (only when it changed)
 and this repository's ``iclr26`` package in editable mode.
 
+The seed sweep: ``python3 tasks.py seeds [CHAPTER ...] [--seeds 0-4]`` runs each chapter at each
+seed and records every claim's verdict per seed in results/sweeps/ (commit it; the tests fail
+on an asserted claim without a fresh sweep).
+
 Helpers: ``python3 tasks.py scorecard`` regenerates book/scorecard.md and the README's chapter
 table from results/; ``python3 tasks.py set-repo`` rewrites every notebook's Colab badge and
 install cell to the repository URL in _config.yml.
@@ -105,23 +109,142 @@ def replace_between(text: str, marker: str, body: str) -> str:
 
 
 def scorecard() -> None:
-    from iclr26.claims import chapter_status, chapters_in_toc, load_results, scorecard_markdown
+    from iclr26.claims import chapters_in_toc, load_results
+    from iclr26.scorecard import (chapter_counts, chapter_hashes, chapter_status, is_stale,
+                                  load_sweeps, scorecard_markdown)
 
     chapters = chapters_in_toc(ROOT / "_toc.yml")
     results = load_results(ROOT / "results")
+    sweeps = load_sweeps(ROOT / "results")
+    hashes = {ch: chapter_hashes(ROOT, ch) for ch in chapters}
     page = (ROOT / "book" / "scorecard.md").read_text()
-    table = scorecard_markdown(chapters, results)
-    page = replace_between(page, "scorecard", table)
+    page = replace_between(page, "scorecard", scorecard_markdown(chapters, results, sweeps, hashes))
     (ROOT / "book" / "scorecard.md").write_text(page)
 
-    status = chapter_status(chapters, results, scale="ci")
-    rows = ["| chapter | claims at `SCALE=\"ci\"` (latest recorded run) |", "| --- | --- |"]
+    rows = ["| chapter | at `SCALE=\"ci\"`: recorded run and committed seed sweep |", "| --- | --- |"]
     for ch in chapters:
-        rows.append(f"| [{chapter_title(ch)}](notebooks/{ch}.ipynb) | {status[ch]} |")
+        sweep = sweeps.get(ch)
+        stale = sweep is not None and is_stale(sweep, hashes[ch])
+        counts = chapter_counts(results.get((ch, "ci")), sweep, stale)
+        rows.append(f"| [{chapter_title(ch)}](notebooks/{ch}.ipynb) | {chapter_status(counts)} |")
     readme = (ROOT / "README.md").read_text()
     readme = replace_between(readme, "chapters", "\n".join(rows))
     (ROOT / "README.md").write_text(readme)
-    print(f"[tasks] scorecard: {len(chapters)} chapters, {len(results)} recorded runs", flush=True)
+    print(f"[tasks] scorecard: {len(chapters)} chapters, {len(results)} recorded runs, "
+          f"{len(sweeps)} seed sweeps", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the seed sweep
+# ---------------------------------------------------------------------------------------------
+def parse_seeds(spec: str) -> list[int]:
+    """"0-4" -> [0, 1, 2, 3, 4]; "0,3,7" and "0-2,9" work too."""
+    seeds: list[int] = []
+    for part in spec.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or (m.group(2) and int(m.group(2)) < int(m.group(1))):
+            sys.exit(f"--seeds wants e.g. 0-4 or 0,2,5, got {spec!r}")
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        seeds += [s for s in range(lo, hi + 1) if s not in seeds]
+    return seeds
+
+
+def resolve_chapters(names: list[str]) -> list[str]:
+    """Chapter names as the user typed them ("01", "deep-mf", "01-deep-mf") -> "01-deep-mf"."""
+    from iclr26.claims import chapters_in_toc
+
+    known = chapters_in_toc(ROOT / "_toc.yml")
+    if not names:
+        return known
+    out = []
+    for name in names:
+        match = [ch for ch in known if name in (ch, ch[:2], ch[3:])]
+        if len(match) != 1:
+            sys.exit(f"unknown chapter {name!r}; the book has: {', '.join(known)}")
+        out.append(match[0])
+    return out
+
+
+def seeds(argv: list[str]) -> None:
+    """Run each chapter at each seed (papermill, SCALE="ci", two kernels at a time, one thread
+    each) and record every claim's value and verdict per seed in results/sweeps/. The
+    default-seed results in results/ are left as they are."""
+    import tempfile
+    from concurrent.futures import ThreadPoolExecutor
+
+    from iclr26.scorecard import chapter_hashes, sweep_path, sweep_record
+
+    spec, names, jobs = "0-4", [], 2
+    args = list(argv)
+    while args:
+        a = args.pop(0)
+        if a in ("--seeds", "--jobs") and args:
+            value = args.pop(0)
+            if a == "--seeds":
+                spec = value
+            elif value.isdigit() and int(value) > 0:
+                jobs = int(value)
+            else:
+                sys.exit(f"--jobs wants a positive integer, got {value!r}")
+        elif a.startswith("-"):
+            sys.exit("usage: python3 tasks.py seeds [CHAPTER ...] [--seeds 0-4] [--jobs 2]")
+        else:
+            names.append(a)
+    chapters, seed_list = resolve_chapters(names), parse_seeds(spec)
+    hashes = {ch: chapter_hashes(ROOT, ch) for ch in chapters}
+    work = [(ch, s) for ch in chapters for s in seed_list]
+    tmp = Path(tempfile.mkdtemp(prefix="iclr26-seeds-"))
+    print(f"[seeds] {len(chapters)} chapters x {len(seed_list)} seeds = {len(work)} runs, "
+          f"{jobs} at a time, one thread each (logs in {tmp})", flush=True)
+    done: list[int] = [0]
+    t0 = time.time()
+
+    def one(job: tuple[str, int]) -> dict:
+        ch, seed = job
+        out = tmp / f"{ch}.seed{seed}"
+        out.mkdir()
+        env = quiet_env(threads=1)
+        env.update(ICLR26_RESULTS_DIR=str(out), ICLR26_CLAIMS_RAISE="0")
+        cmd = [sys.executable, "-m", "papermill", "--no-progress-bar", "-k", "python3",
+               "--cwd", str(ROOT / "notebooks"), str(ROOT / "notebooks" / f"{ch}.ipynb"),
+               str(out / "executed.ipynb"), "-p", "SCALE", "ci", "-p", "SEED", str(seed)]
+        start = time.time()
+        with open(out / "log.txt", "w") as log:
+            rc = subprocess.call(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        wall = time.time() - start
+        path = out / f"{ch}.ci.json"
+        record = json.loads(path.read_text()) if path.exists() else None
+        error = None
+        if rc != 0:
+            tail = (out / "log.txt").read_text().strip().splitlines()[-3:]
+            error = f"papermill exited {rc}: " + " / ".join(t.strip() for t in tail)[-400:]
+        done[0] += 1
+        if record:
+            held = sum(c["held"] is True for c in record["claims"])
+            what = f"{held}/{len(record['claims'])} held"
+        else:
+            what = "no record"
+        print(f"[seeds] ({done[0]}/{len(work)}) {ch} seed {seed}: {what}, {wall:.0f} s"
+              + (f" -- {error}" if error else ""), flush=True)
+        return {"seed": seed, "record": record, "error": error, "wall_s": wall}
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        runs = list(pool.map(one, work))
+    for ch in chapters:
+        mine = [r for (c, _), r in zip(work, runs) if c == ch]
+        if chapter_hashes(ROOT, ch) != hashes[ch]:
+            print(f"[seeds] {ch} changed while it was being swept: its sweep is not written")
+            continue
+        record = sweep_record(ch, mine, hashes[ch], wall_s=sum(r["wall_s"] for r in mine))
+        path = sweep_path(ROOT / "results", ch)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+        failed = [c["id"] for c in record["claims"]
+                  if c.get("asserted", True) and any(h is not True for h in c["held"])]
+        print(f"[seeds] {ch}: wrote {path.relative_to(ROOT)}"
+              + (f"; asserted claims that did not hold at every seed: {', '.join(failed)}" if failed else ""))
+    scorecard()
+    print(f"[seeds] sweep wall time {time.time() - t0:.0f} s", flush=True)
 
 
 def set_repo() -> None:
@@ -197,11 +320,16 @@ def test() -> None:
     sys.exit(0 if all(rc == 0 for rc in steps.values()) else 1)
 
 
-COMMANDS = {"build": build, "test": test, "scorecard": scorecard, "set-repo": set_repo, "env": lambda: None}
+COMMANDS = {"build": build, "test": test, "scorecard": scorecard, "set-repo": set_repo,
+            "env": lambda: None, "seeds": seeds}
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in COMMANDS:
-        sys.exit(f"usage: python3 tasks.py {{{'|'.join(COMMANDS)}}}")
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS or (sys.argv[1] != "seeds" and len(sys.argv) != 2):
+        sys.exit(f"usage: python3 tasks.py {{{'|'.join(COMMANDS)}}}  "
+                 "(seeds takes [CHAPTER ...] [--seeds 0-4] [--jobs 2])")
     if sys.argv[1] != "set-repo":
         ensure_env(sys.argv[1:])
-    COMMANDS[sys.argv[1]]()
+    if sys.argv[1] == "seeds":
+        seeds(sys.argv[2:])
+    else:
+        COMMANDS[sys.argv[1]]()

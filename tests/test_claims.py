@@ -4,44 +4,123 @@ import numpy as np
 import pytest
 import torch
 
-from iclr26.claims import Claim, ClaimLog, chapter_status, chapters_in_toc, load_results, scorecard_markdown
+from iclr26.claims import Claim, ClaimLog, chapters_in_toc, load_results
+from iclr26.core import ExerciseVerdict, grade_exercise
+from iclr26.scorecard import (chapter_counts, chapter_hashes, chapter_status, classify_paper_claim,
+                              is_stale, load_sweeps, scorecard_markdown, sweep_path, sweep_problems,
+                              sweep_record)
 
 
 def claims():
-    return [Claim("rank1", "converges to rank 1", measure="effective rank", op="<", threshold=1.2, kind="analogue"),
-            Claim("gap", "decoupled", measure="gap", op=">=", threshold=0.5, kind="faithful", paper="0.9")]
+    return [Claim("rank1", "converges to rank 1", measure="effective rank", op="<", threshold=1.2,
+                  role="paper", kind="analogue", control="depth 2 instead of 3"),
+            Claim("gap", "decoupled", measure="gap", op=">=", threshold=0.5, role="paper",
+                  kind="faithful", paper="0.9", no_control="a closed form: nothing to remove"),
+            Claim("grad", "gradients match autograd", measure="max diff", op="<", threshold=1e-9,
+                  role="check")]
 
 
+# ---------------------------------------------------------------------------------------------
+# declaring claims
+# ---------------------------------------------------------------------------------------------
 def test_claim_validation():
+    ok = dict(measure="m", op="<", threshold=1, role="paper", kind="faithful", no_control="why")
     with pytest.raises(ValueError, match="op"):
-        Claim("a", "t", measure="m", op="=<", threshold=1, kind="faithful")
+        Claim("a", "t", **{**ok, "op": "=<"})
     with pytest.raises(ValueError, match="kind"):
-        Claim("a", "t", measure="m", op="<", threshold=1, kind="exact")
+        Claim("a", "t", **{**ok, "kind": "exact"})
     with pytest.raises(TypeError, match="threshold"):
-        Claim("a", "t", measure="m", op="<", threshold=float("nan"), kind="faithful")
+        Claim("a", "t", **{**ok, "threshold": float("nan")})
     with pytest.raises(ValueError, match="id"):
-        Claim("a b", "t", measure="m", op="<", threshold=1, kind="faithful")
+        Claim("a b", "t", **ok)
 
 
+def test_role_is_required_and_named():
+    with pytest.raises(ValueError, match="role must be 'paper'.*or 'check'"):
+        Claim("a", "t", measure="m", op="<", threshold=1, kind="faithful", no_control="x")
+    with pytest.raises(ValueError, match="role"):
+        Claim("a", "t", measure="m", op="<", threshold=1, role="claim", kind="faithful", no_control="x")
+    with pytest.raises(ValueError, match="paper claim's kind"):
+        Claim("a", "t", measure="m", op="<", threshold=1, role="paper", no_control="x")
+    Claim("a", "t", measure="m", op="<", threshold=1, role="check")  # a check needs no kind
+
+
+def test_asserted_paper_claim_needs_a_control_or_a_reason():
+    base = dict(measure="m", op="<", threshold=1, role="paper", kind="analogue")
+    with pytest.raises(ValueError, match="needs a control"):
+        Claim("a", "t", **base)
+    with pytest.raises(ValueError, match="needs a control"):
+        Claim("a", "t", **base, control="   ")
+    with pytest.raises(ValueError, match="not both"):
+        Claim("a", "t", **base, control="depth 2", no_control="none")
+    with pytest.raises(TypeError, match="control must be a str"):
+        Claim("a", "t", **base, control=2.0)
+    with pytest.raises(ValueError, match="no_control is for paper claims"):
+        Claim("a", "t", measure="m", op="<", threshold=1, role="check", no_control="x")
+    with pytest.raises(TypeError, match="asserted"):
+        Claim("a", "t", **base, control="c", asserted="no")
+    Claim("a", "t", **base, asserted=False)  # a reported claim may have neither
+
+
+# ---------------------------------------------------------------------------------------------
+# checking claims
+# ---------------------------------------------------------------------------------------------
 def test_log_records_not_run_then_held_and_failed(tmp_path):
     log = ClaimLog("01-demo", claims(), scale="ci", seed=3, results_dir=tmp_path)
     rec = json.loads((tmp_path / "01-demo.ci.json").read_text())
-    assert [c["held"] for c in rec["claims"]] == [None, None]
-    assert log.check("rank1", torch.tensor(1.05)) == pytest.approx(1.05)
+    assert [c["held"] for c in rec["claims"]] == [None, None, None]
+    assert log.check("rank1", torch.tensor(1.05), control=3.9) == pytest.approx(1.05)
     with pytest.raises(AssertionError, match=r"claim 'gap' did not hold: gap = 0.1, needed >= 0.5"):
         log.check("gap", np.float64(0.1))
+    log.check("grad", 1e-12)
     log.finish()
     rec = json.loads((tmp_path / "01-demo.ci.json").read_text())
-    assert [c["held"] for c in rec["claims"]] == [True, False]
+    assert [c["held"] for c in rec["claims"]] == [True, False, True]
+    assert rec["claims"][0]["control_measured"] == 3.9 and rec["claims"][0]["control_passes"] is False
     assert rec["seed"] == 3 and rec["runtime_s"] > 0
-    assert "❌ failed" in log.summary() and "✅ held" in log.summary()
-    assert "effective rank" in log.table()
+    summary = log.summary()
+    assert "FAILED" in summary and "| held |" in summary and "| check |" in summary
+    assert "✅" not in summary and "❌" not in summary  # plain words render in any font
+    table = log.table()
+    assert "depth 2 instead of 3" in table and "none: a closed form" in table
+    assert table.index("Claims of the paper") < table.index("Checks")
+
+
+def test_a_control_that_passes_fails_the_check(tmp_path):
+    log = ClaimLog("01-demo", claims(), scale="ci", seed=0, results_dir=tmp_path)
+    with pytest.raises(AssertionError, match=r"control \(depth 2 instead of 3\) passes too"):
+        log.check("rank1", 1.05, control=1.1)
+    r = log.results["rank1"]
+    assert r["measured_passes"] and r["control_passes"] and not r["held"]
+    assert "control passes too" in log.summary()
+
+
+def test_a_nan_control_does_not_pass(tmp_path):
+    log = ClaimLog("01-demo", claims(), scale="ci", seed=0, results_dir=tmp_path)
+    assert log.check("rank1", 1.0, control=float("nan")) == 1.0  # a diverged control fails
+
+
+def test_control_value_must_match_the_declaration(tmp_path):
+    log = ClaimLog("01-demo", claims(), scale="ci", seed=0, results_dir=tmp_path)
+    with pytest.raises(TypeError, match="declares a control"):
+        log.check("rank1", 1.0)
+    with pytest.raises(TypeError, match="declares no control"):
+        log.check("gap", 1.0, control=0.0)
+    with pytest.raises(TypeError, match="control must be a real number"):
+        log.check("rank1", 1.0, control="3")
 
 
 def test_nan_never_holds(tmp_path):
     log = ClaimLog("01-demo", claims(), scale="ci", seed=0, results_dir=tmp_path)
     with pytest.raises(AssertionError):
-        log.check("rank1", float("nan"))
+        log.check("rank1", float("nan"), control=5.0)
+
+
+def test_sweep_mode_records_failures_without_raising(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_CLAIMS_RAISE", "0")
+    log = ClaimLog("01-demo", claims(), scale="ci", seed=0, results_dir=tmp_path)
+    log.check("gap", 0.1)
+    assert log.results["gap"]["held"] is False
 
 
 def test_log_errors(tmp_path):
@@ -49,13 +128,15 @@ def test_log_errors(tmp_path):
         ClaimLog("demo", claims(), scale="ci", seed=0, results_dir=tmp_path)
     with pytest.raises(ValueError, match="unique"):
         ClaimLog("01-demo", claims() + claims()[:1], scale="ci", seed=0, results_dir=tmp_path)
+    with pytest.raises(TypeError, match="seed"):
+        ClaimLog("01-demo", claims(), scale="ci", seed=1.5, results_dir=tmp_path)
     log = ClaimLog("01-demo", claims(), scale="ci", seed=0, results_dir=tmp_path)
     with pytest.raises(KeyError, match="declared"):
         log.check("nope", 1.0)
     with pytest.raises(TypeError, match="real number"):
-        log.check("rank1", "1.0")
+        log.check("gap", "1.0")
     with pytest.raises(TypeError, match="real number"):
-        log.check("rank1", torch.ones(2))
+        log.check("gap", torch.ones(2))
 
 
 def test_results_dir_found_from_book_root(tmp_path, monkeypatch):
@@ -67,37 +148,188 @@ def test_results_dir_found_from_book_root(tmp_path, monkeypatch):
     assert log.path == tmp_path / "results" / "01-demo.ci.json"
 
 
-def test_scorecard_shows_unrun_chapters_as_not_run(tmp_path):
-    (tmp_path / "_toc.yml").write_text("- file: notebooks/01-demo\n- file: notebooks/02-other\n")
-    chapters = chapters_in_toc(tmp_path / "_toc.yml")
-    assert chapters == ["01-demo", "02-other"]
-    log = ClaimLog("01-demo", claims(), scale="ci", seed=0, results_dir=tmp_path / "results")
-    log.check("rank1", 1.0)
-    results = load_results(tmp_path / "results")
-    md = scorecard_markdown(chapters, results)
-    assert "| 02-other | — | — | — | not run |" in md
-    assert "No recorded run" in md.split("## 02-other")[1]
-    assert "✅ held" in md.split("## 01-demo")[1] and "| not run |" in md.split("## 01-demo")[1]  # 'gap' never checked
-    assert chapter_status(chapters, results) == {"01-demo": "1/2 held, 1 not run", "02-other": "not run"}
-
-
 def test_reported_claims_record_without_raising(tmp_path):
     reported = Claim("noise", "more robust to noise", measure="accuracy gap", op=">", threshold=0.0,
-                     kind="analogue", asserted=False)
+                     role="paper", kind="analogue", asserted=False)
     log = ClaimLog("01-demo", claims() + [reported], scale="ci", seed=0, results_dir=tmp_path)
     assert log.check("noise", -1.5) == -1.5  # does not raise
     assert "reported, not asserted" in log.table()
-    assert "❌ not reproduced (reported)" in log.summary()
-    results = load_results(tmp_path)
-    assert "❌ not reproduced (reported)" in scorecard_markdown(["01-demo"], results)
-    assert chapter_status(["01-demo"], results) == {"01-demo": "0/3 held, 1 not reproduced (reported), 2 not run"}
+    assert "not reproduced (reported)" in log.summary()
 
 
 def test_pipes_in_claim_text_do_not_break_tables(tmp_path):
-    c = Claim("abs", "|x − y| is small", measure="max |x − y|", op="<", threshold=1.0, kind="faithful")
+    c = Claim("abs", "|x − y| is small", measure="max |x − y|", op="<", threshold=1.0, role="check")
     log = ClaimLog("01-demo", [c], scale="ci", seed=0, results_dir=tmp_path)
     log.check("abs", 0.5)
-    row = log.table().splitlines()[2]
-    assert row.count("|") - row.count("\\|") == 7  # 6 columns, only the escaped pipes are literal
-    md = scorecard_markdown(["01-demo"], load_results(tmp_path))
-    assert "\\|x − y\\| is small" in md
+    row = [r for r in log.table().splitlines() if r.startswith("| **abs**")][0]
+    assert row.count("|") - row.count("\\|") == 4  # 3 columns, only the escaped pipes are literal
+
+
+# ---------------------------------------------------------------------------------------------
+# sweeps and the scorecard, on hand-made records
+# ---------------------------------------------------------------------------------------------
+def make_book(tmp_path, code="x = 1"):
+    """A tiny book: one chapter notebook with a library module, for hashing."""
+    (tmp_path / "_toc.yml").write_text("- file: notebooks/01-demo\n- file: notebooks/02-other\n")
+    (tmp_path / "notebooks").mkdir(exist_ok=True)
+    (tmp_path / "lib" / "iclr26").mkdir(parents=True, exist_ok=True)
+    nb = {"cells": [{"cell_type": "markdown", "source": ["# 01 · Demo"]},
+                    {"cell_type": "code", "source": ["import iclr26.harness\n", code]}]}
+    for ch in ("01-demo", "02-other"):
+        (tmp_path / "notebooks" / f"{ch}.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "lib" / "iclr26" / "demo.py").write_text("A = 1\n")
+    (tmp_path / "lib" / "iclr26" / "harness.py").write_text("B = 1\n")
+    (tmp_path / "lib" / "iclr26" / "core.py").write_text("C = 1\n")
+    return tmp_path
+
+
+def run_record(tmp_path, seed, rank1=1.0, control=4.0, gap=0.9, grad=0.0):
+    log = ClaimLog("01-demo", claims(), scale="ci", seed=seed, results_dir=tmp_path / f"s{seed}",
+                   raise_failures=False)
+    log.check("rank1", rank1, control=control)
+    log.check("gap", gap)
+    log.check("grad", grad)
+    log.finish()
+    return json.loads(log.path.read_text())
+
+
+def test_hashes_follow_code_and_imported_modules_not_prose(tmp_path):
+    book = make_book(tmp_path)
+    h = chapter_hashes(book, "01-demo")
+    assert h["library_files"] == ["lib/iclr26/demo.py", "lib/iclr26/harness.py"]  # core is shared
+    nb = json.loads((book / "notebooks" / "01-demo.ipynb").read_text())
+    nb["cells"][0]["source"] = ["# 01 · Demo, now with better prose"]
+    (book / "notebooks" / "01-demo.ipynb").write_text(json.dumps(nb))
+    assert chapter_hashes(book, "01-demo") == h
+    (book / "lib" / "iclr26" / "core.py").write_text("C = 2\n")
+    assert chapter_hashes(book, "01-demo") == h
+    (book / "lib" / "iclr26" / "harness.py").write_text("B = 2\n")
+    assert chapter_hashes(book, "01-demo")["library"] != h["library"]
+    make_book(tmp_path, code="x = 2")
+    assert chapter_hashes(book, "01-demo")["notebook"] != h["notebook"]
+
+
+def test_stale_sweep_is_detected(tmp_path):
+    book = make_book(tmp_path)
+    h = chapter_hashes(book, "01-demo")
+    runs = [{"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0} for s in range(5)]
+    sweep = sweep_record("01-demo", runs, h, wall_s=5.0)
+    assert not is_stale(sweep, h) and sweep_problems("01-demo", sweep, h) == []
+    (book / "lib" / "iclr26" / "demo.py").write_text("A = 2\n")
+    h2 = chapter_hashes(book, "01-demo")
+    assert is_stale(sweep, h2)
+    assert any("stale" in p and "library" in p for p in sweep_problems("01-demo", sweep, h2))
+
+
+def test_missing_short_broken_and_failing_sweeps_are_problems(tmp_path):
+    book = make_book(tmp_path)
+    h = chapter_hashes(book, "01-demo")
+    assert "no seed sweep" in sweep_problems("01-demo", None, h)[0]
+    runs = [{"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0} for s in range(3)]
+    assert any("at least 5" in p for p in sweep_problems("01-demo", sweep_record("01-demo", runs, h, 3), h))
+    runs = [{"seed": s, "record": run_record(tmp_path, s, rank1=1.5 if s == 3 else 1.0), "error": None,
+             "wall_s": 1.0} for s in range(5)]
+    runs[4] = {"seed": 4, "record": None, "error": "papermill exited 1: boom", "wall_s": 1.0}
+    problems = sweep_problems("01-demo", sweep_record("01-demo", runs, h, 5), h)
+    assert any("seed 4 broke" in p for p in problems)
+    assert any("'rank1' did not hold at seed(s) 3, 4 (held at 3/5)" in p for p in problems)
+
+
+def test_a_missing_sweep_fails_the_test_command(tmp_path, monkeypatch):
+    """tests/test_sweeps.py is what the README's test command runs: it must fail on a book whose
+    chapter has no sweep."""
+    import test_sweeps
+
+    book = make_book(tmp_path)
+    (book / "results").mkdir()
+    monkeypatch.setattr(test_sweeps, "ROOT", book)
+    monkeypatch.setattr(test_sweeps, "SWEEPS", load_sweeps(book / "results"))
+    with pytest.raises(AssertionError, match="no seed sweep"):
+        test_sweeps.test_committed_sweep_backs_every_asserted_claim("01-demo")
+
+
+def test_counts_and_summary_on_hand_made_records(tmp_path):
+    book = make_book(tmp_path)
+    h = chapter_hashes(book, "01-demo")
+    reported = Claim("noise", "robust", measure="gap", op=">", threshold=0.0, role="paper",
+                     kind="analogue", asserted=False)
+    records = []
+    for s in range(5):
+        log = ClaimLog("01-demo", claims() + [reported], scale="ci", seed=s,
+                       results_dir=tmp_path / f"r{s}", raise_failures=False)
+        log.check("rank1", 1.0, control=4.0)
+        log.check("gap", 0.9)
+        log.check("grad", 0.0)
+        log.check("noise", 1.0 if s in (1, 2) else -1.0)
+        log.finish()
+        records.append(json.loads(log.path.read_text()))
+    sweep = sweep_record("01-demo", [{"seed": s, "record": r, "error": None, "wall_s": 2.0}
+                                     for s, r in enumerate(records)], h, wall_s=10.0)
+    counts = chapter_counts(records[0], sweep, stale=False)
+    assert counts == {"reproduced": 2, "reported": 1, "not reproduced": 0, "unverified": 0,
+                      "checks_passed": 1, "checks": 1, "paper": 3}
+    assert chapter_status(counts) == "2/3 paper claims reproduced, 1 reported; 1/1 checks passed"
+    # stale: nothing asserted counts as reproduced
+    assert chapter_counts(records[0], sweep, stale=True)["unverified"] == 2
+    # a reported claim that never held is not reproduced
+    never = dict(records[0]["claims"][3], held=False)
+    assert classify_paper_claim(never, {"held": [False] * 5}, True) == "not reproduced"
+    path = sweep_path(tmp_path / "results", "01-demo")
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(sweep))
+    md = scorecard_markdown(["01-demo", "02-other"], {("01-demo", "ci"): records[0]},
+                            load_sweeps(tmp_path / "results"), {"01-demo": h})
+    summary = md.split("\n## ")[0]
+    assert "| [01-demo](#01-demo) | 2 of 3 | 1 | 0 | 0 | 1/1 |" in summary
+    assert "| **the book** | **2 of 3** |" in summary and "**1/2 chapters**" in summary
+    chapter = md.split("## 01-demo")[1]
+    assert "held at 2/5" in chapter and "held at 5/5" in chapter
+    assert "Checks (not counted as reproductions)" in chapter
+    assert "4 (depth 2 instead of 3)" in chapter and "none: a closed form" in chapter
+    assert "No recorded run" in md.split("## 02-other")[1]
+    assert "✅" not in md and "❌" not in md
+
+
+def test_sweep_record_errors():
+    with pytest.raises(ValueError, match="at least one run"):
+        sweep_record("01-demo", [], {}, 0.0)
+    with pytest.raises(ValueError, match="each seed once"):
+        sweep_record("01-demo", [{"seed": 1, "record": None}, {"seed": 1, "record": None}], {}, 0.0)
+
+
+def test_chapters_in_toc_and_load_results_ignore_sweeps(tmp_path):
+    book = make_book(tmp_path)
+    assert chapters_in_toc(book / "_toc.yml") == ["01-demo", "02-other"]
+    run_record(tmp_path, 0)
+    (tmp_path / "s0" / "sweeps").mkdir()
+    (tmp_path / "s0" / "sweeps" / "01-demo.ci.json").write_text("{}")
+    assert list(load_results(tmp_path / "s0")) == [("01-demo", "ci")]
+
+
+# ---------------------------------------------------------------------------------------------
+# exercise verdicts
+# ---------------------------------------------------------------------------------------------
+def square_trial(fn):
+    for x in (0.0, 2.0, -3.0):
+        if fn(x) != x * x:
+            raise AssertionError(f"for x = {x} your function gave {fn(x)}; is the sign handled?")
+    return "squares match on 0, 2 and -3"
+
+
+def test_grade_exercise_says_not_done_wrong_and_correct():
+    def stub(x):
+        raise NotImplementedError
+
+    v = grade_exercise(stub, square_trial)
+    assert isinstance(v, ExerciseVerdict) and v.status == "not done yet" and not v
+    assert v.startswith("not done yet")
+    v = grade_exercise(lambda x: x * abs(x), square_trial)
+    assert v.status == "wrong" and "because for x = -3.0" in v and not v
+    v = grade_exercise(lambda x: 1 / 0, square_trial)
+    assert v.status == "wrong" and "ZeroDivisionError" in v
+    v = grade_exercise(lambda x: x * x, square_trial)
+    assert v.status == "correct" and v and v == "correct: squares match on 0, 2 and -3"
+    with pytest.raises(TypeError, match="function itself"):
+        grade_exercise(4, square_trial)
+    with pytest.raises(ValueError, match="status"):
+        ExerciseVerdict("maybe", "x")

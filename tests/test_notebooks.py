@@ -101,3 +101,40 @@ def test_kernel_metadata(path):
     meta = json.loads(path.read_text())["metadata"]
     assert meta.get("kernelspec", {}).get("name") == "python3", "metadata.kernelspec.name must be 'python3'"
     assert meta.get("language_info", {}).get("name") == "python", "metadata.language_info.name must be 'python'"
+
+
+def _is_stub(fn: ast.FunctionDef) -> bool:
+    """A function whose body is an optional docstring, then `raise NotImplementedError`."""
+    body = fn.body[1:] if (fn.body and isinstance(fn.body[0], ast.Expr)
+                           and isinstance(getattr(fn.body[0], "value", None), ast.Constant)) else fn.body
+    if len(body) != 1 or not isinstance(body[0], ast.Raise):
+        return False
+    exc = body[0].exc
+    name = exc.func if isinstance(exc, ast.Call) else exc
+    return isinstance(name, ast.Name) and name.id == "NotImplementedError"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_coding_exercise_is_an_honest_stub(path):
+    """CHAPTER_STANDARD.md, "Exercises that can be set": the exercise cell holds a stub, the
+    reference solution lives only in the hidden solution, and the chapter's tests run the check
+    function on the stub, a wrong answer and the reference."""
+    import nbexercise
+
+    stubs = nbexercise.exercise_cells(path.stem)
+    assert stubs, "a code cell tagged 'exercise' must hold the coding exercise's stub"
+    names = []
+    for code in stubs:
+        defs = [n for n in ast.parse(code).body if isinstance(n, ast.FunctionDef)]
+        assert defs, "the exercise cell must define the student's function"
+        for fn in defs:
+            assert _is_stub(fn), (f"{fn.name}() in the exercise cell must be a stub: a docstring, "
+                                  "then only `raise NotImplementedError`")
+            names.append(fn.name)
+    solutions = "\n".join(nbexercise.solution_blocks(path.stem))
+    for name in names:
+        assert re.search(rf"^def {name}\(", solutions, flags=re.M), \
+            f"a ```python block inside a {{solution}} must define the reference {name}()"
+    test_file = ROOT / "tests" / f"test_{path.stem[3:].replace('-', '_')}.py"
+    assert f'exercise_parts("{path.stem}"' in test_file.read_text(), \
+        f"{test_file.name} must test the check function via exercise_parts({path.stem!r}, ...)"

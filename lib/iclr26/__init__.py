@@ -5,7 +5,9 @@ bars, the plot style and claim checks. Each chapter's method lives in its own mo
 ``iclr26.deep_mf``; import it by name.
 """
 from .claims import Claim, ClaimLog
-from .core import PALETTE, get_device, progress, scale_preset, seed_everything, use_book_style
+from .core import (PALETTE, ExerciseVerdict, get_device, grade_exercise, progress, scale_preset,
+                   seed_everything, use_book_style)
 
-__all__ = ["Claim", "ClaimLog", "PALETTE", "get_device", "progress", "scale_preset", "seed_everything", "use_book_style"]
+__all__ = ["Claim", "ClaimLog", "ExerciseVerdict", "PALETTE", "get_device", "grade_exercise", "progress",
+           "scale_preset", "seed_everything", "use_book_style"]
 __version__ = "0.1.0"

@@ -130,3 +130,43 @@ def use_book_style() -> None:
             "image.cmap": "viridis",
         }
     )
+
+
+EXERCISE_STATUSES = ("not done yet", "wrong", "correct")
+
+
+class ExerciseVerdict(str):
+    """What an exercise's check function answers: a line of text for the student, with its
+    ``status`` ("not done yet", "wrong" or "correct") for a grader or a test."""
+
+    def __new__(cls, status: str, message: str):
+        if status not in EXERCISE_STATUSES:
+            raise ValueError(f"status must be one of {EXERCISE_STATUSES}, got {status!r}")
+        obj = super().__new__(cls, f"{status}: {message}")
+        obj.status = status
+        return obj
+
+    def __bool__(self) -> bool:  # `assert check(fn)` passes only on a correct answer
+        return self.status == "correct"
+
+
+def grade_exercise(fn, trial) -> ExerciseVerdict:
+    """Run ``trial(fn)`` and say how the student's ``fn`` fared.
+
+    ``trial`` calls ``fn`` on its test cases and returns a one-line success message, or raises
+    ``AssertionError("...")`` whose message says what is wrong and hints at why -- never the
+    answer. A ``fn`` that still raises ``NotImplementedError`` (the stub) is "not done yet"; one
+    that raises anything else is "wrong", with the error named.
+    """
+    if not callable(fn):
+        raise TypeError(f"pass your function itself, not {type(fn).__name__}")
+    try:
+        message = trial(fn)
+    except NotImplementedError:
+        return ExerciseVerdict("not done yet", "replace the `raise NotImplementedError` in the "
+                               "exercise cell with your code, then run this cell again")
+    except AssertionError as err:
+        return ExerciseVerdict("wrong", f"because {err}")
+    except Exception as err:  # the student's code crashed: name the error, do not hide it
+        return ExerciseVerdict("wrong", f"because your function raised {type(err).__name__}: {err}")
+    return ExerciseVerdict("correct", message)

@@ -1,0 +1,332 @@
+"""The scorecard: what the recorded runs and the committed seed sweeps show, and nothing more.
+
+Two kinds of record live under ``results/``:
+
+* ``results/NN-slug.SCALE.json`` -- one run of a chapter at its default seed, written by
+  :class:`iclr26.claims.ClaimLog` as the chapter runs (CI rewrites the ``ci`` one every run);
+* ``results/sweeps/NN-slug.ci.json`` -- the seed sweep (``python3 tasks.py seeds``): every
+  claim's value, control and verdict at each seed, with a content hash of the chapter's
+  notebook (its code cells) and of the library modules it imports. When either changes, the
+  sweep is *stale* and must be run again.
+
+A paper claim counts as **reproduced** only when it is asserted, held in the recorded run (its
+control failing), and held at every seed of a fresh sweep of at least :data:`MIN_SWEEP_SEEDS`
+seeds. Checks (derivations, identities, accounting) are counted apart and never as
+reproductions.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+from .claims import cell, fmt, verdict
+
+MIN_SWEEP_SEEDS = 5
+SWEEP_SCALE = "ci"
+# Modules whose changes do not change what a chapter measures (bookkeeping, plotting, seeding
+# helpers shared by every chapter); a change to them does not make every sweep stale.
+SHARED_MODULES = {"__init__", "claims", "core", "scorecard"}
+PAPER_BINS = ("reproduced", "reported", "not reproduced", "unverified")
+
+
+# ---------------------------------------------------------------------------------------------
+# what a sweep is a sweep of: content hashes
+# ---------------------------------------------------------------------------------------------
+def chapter_code(notebook: str | Path) -> str:
+    """The code cells of a notebook, joined: what runs, without prose or outputs."""
+    cells = json.loads(Path(notebook).read_text())["cells"]
+    return "\n# ---- cell ----\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+
+
+def chapter_modules(root: str | Path, chapter: str) -> list[Path]:
+    """The library files a chapter's results depend on: its own module (``lib/iclr26/<slug>.py``
+    or the subpackage ``lib/iclr26/<slug>/``) and every other ``iclr26`` module its code imports,
+    except the shared bookkeeping ones (:data:`SHARED_MODULES`)."""
+    root = Path(root)
+    lib = root / "lib" / "iclr26"
+    code = chapter_code(root / "notebooks" / f"{chapter}.ipynb")
+    names = {chapter[3:].replace("-", "_")} | set(re.findall(r"\biclr26\.([A-Za-z_]\w*)", code))
+    files: list[Path] = []
+    for name in sorted(names - SHARED_MODULES):
+        if (lib / f"{name}.py").is_file():
+            files.append(lib / f"{name}.py")
+        elif (lib / name).is_dir():
+            files += sorted(p for p in (lib / name).rglob("*.py") if "__pycache__" not in p.parts)
+    return files
+
+
+def chapter_hashes(root: str | Path, chapter: str) -> dict:
+    """``{"notebook": sha256, "library": sha256, "library_files": [...]}`` for ``chapter``."""
+    root = Path(root)
+    notebook = root / "notebooks" / f"{chapter}.ipynb"
+    if not notebook.is_file():
+        raise FileNotFoundError(f"no notebook {notebook}")
+    lib = hashlib.sha256()
+    files = chapter_modules(root, chapter)
+    for path in files:
+        lib.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return {"notebook": hashlib.sha256(chapter_code(notebook).encode()).hexdigest(),
+            "library": lib.hexdigest(),
+            "library_files": [p.relative_to(root).as_posix() for p in files]}
+
+
+# ---------------------------------------------------------------------------------------------
+# sweep records
+# ---------------------------------------------------------------------------------------------
+def sweep_record(chapter: str, runs: Sequence[dict], hashes: dict, wall_s: float,
+                 scale: str = SWEEP_SCALE) -> dict:
+    """The sweep of ``chapter`` from its runs, one per seed, each
+    ``{"seed": int, "record": <ClaimLog record or None>, "error": str or None, "wall_s": float}``.
+
+    Per claim it keeps the declaration (role, asserted, op, threshold) and, in seed order, the
+    measured value, the control's value and the verdict (``None``: not reached at that seed).
+    """
+    if not runs:
+        raise ValueError("a sweep needs at least one run")
+    runs = sorted(runs, key=lambda r: r["seed"])
+    seeds = [r["seed"] for r in runs]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"each seed once, got {seeds}")
+    declared: dict[str, dict] = {}
+    for r in runs:
+        for c in (r["record"] or {}).get("claims", []):
+            declared.setdefault(c["id"], {k: c.get(k) for k in
+                                          ("id", "role", "asserted", "op", "threshold", "control")})
+    claims = []
+    for cid, decl in declared.items():
+        by_seed = []
+        for r in runs:
+            found = [c for c in (r["record"] or {}).get("claims", []) if c["id"] == cid]
+            by_seed.append(found[0] if found else {})
+        claims.append({**decl,
+                       "measured": [c.get("measured") for c in by_seed],
+                       "control_measured": [c.get("control_measured") for c in by_seed],
+                       "held": [c.get("held") for c in by_seed]})
+    return {"chapter": chapter, "scale": scale, "seeds": seeds, "hashes": hashes,
+            "ran_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "wall_s": wall_s,
+            "runs": [{"seed": r["seed"], "error": r.get("error"), "wall_s": r.get("wall_s"),
+                      "runtime_s": (r["record"] or {}).get("runtime_s")} for r in runs],
+            "claims": claims}
+
+
+def sweep_path(results_dir: str | Path, chapter: str, scale: str = SWEEP_SCALE) -> Path:
+    return Path(results_dir) / "sweeps" / f"{chapter}.{scale}.json"
+
+
+def load_sweeps(results_dir: str | Path) -> dict[str, dict]:
+    """Every committed sweep under ``results_dir/sweeps``, keyed by chapter."""
+    out = {}
+    for path in sorted((Path(results_dir) / "sweeps").glob(f"*.{SWEEP_SCALE}.json")):
+        record = json.loads(path.read_text())
+        out[record["chapter"]] = record
+    return out
+
+
+def is_stale(sweep: dict, hashes: dict) -> bool:
+    """Whether the chapter's notebook code or library changed since ``sweep`` ran."""
+    old = sweep.get("hashes", {})
+    return old.get("notebook") != hashes["notebook"] or old.get("library") != hashes["library"]
+
+
+def _seed_list(seeds: Sequence[int]) -> str:
+    """[0, 1, 2, 3, 4] -> "0–4"; [0, 2, 5] -> "0, 2, 5"."""
+    seeds = list(seeds)
+    if seeds and seeds == list(range(seeds[0], seeds[0] + len(seeds))) and len(seeds) > 2:
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def sweep_problems(chapter: str, sweep: dict | None, hashes: dict,
+                   min_seeds: int = MIN_SWEEP_SEEDS) -> list[str]:
+    """What stops ``chapter``'s committed sweep from backing its asserted claims ([] if nothing).
+
+    A missing or stale sweep, fewer than ``min_seeds`` seeds, a seed whose run broke, or an
+    asserted claim (paper claim or check) that failed or was not reached at some seed.
+    """
+    again = f"run `python3 tasks.py seeds {chapter}` and commit results/sweeps/"
+    if sweep is None:
+        return [f"{chapter}: no seed sweep; {again}"]
+    problems = []
+    if is_stale(sweep, hashes):
+        changed = [k for k in ("notebook", "library") if sweep.get("hashes", {}).get(k) != hashes[k]]
+        problems.append(f"{chapter}: the seed sweep is stale (the chapter's {' and '.join(changed)} "
+                        f"changed since it ran); {again}")
+    if len(sweep["seeds"]) < min_seeds:
+        problems.append(f"{chapter}: the sweep has {len(sweep['seeds'])} seeds, at least "
+                        f"{min_seeds} are needed; {again}")
+    for run in sweep["runs"]:
+        if run.get("error"):
+            problems.append(f"{chapter}: the run at seed {run['seed']} broke: {run['error']}")
+    for c in sweep["claims"]:
+        if not c.get("asserted", True):
+            continue
+        bad = [s for s, h in zip(sweep["seeds"], c["held"]) if h is not True]
+        if bad:
+            k = sum(h is True for h in c["held"])
+            problems.append(f"{chapter}: asserted {'paper claim' if c['role'] == 'paper' else 'check'} "
+                            f"{c['id']!r} did not hold at seed(s) {_seed_list(bad)} (held at "
+                            f"{k}/{len(c['held'])}): fix it, or declare it reported (asserted=False) "
+                            "and say why where it is declared")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# counting
+# ---------------------------------------------------------------------------------------------
+def _sweep_claim(sweep: dict | None, claim_id: str) -> dict | None:
+    if sweep is None:
+        return None
+    return next((c for c in sweep["claims"] if c["id"] == claim_id), None)
+
+
+def seeds_cell(sweep: dict | None, claim_id: str, stale: bool) -> str:
+    """E.g. "held at 5/5", "held at 3/5 (stale sweep)", "no sweep"."""
+    c = _sweep_claim(sweep, claim_id)
+    if c is None:
+        return "no sweep"
+    k, n = sum(h is True for h in c["held"]), len(c["held"])
+    return f"held at {k}/{n}" + (" (stale sweep)" if stale else "")
+
+
+def classify_paper_claim(result: dict, sweep_claim: dict | None, sweep_fresh: bool) -> str:
+    """One of :data:`PAPER_BINS` for a paper claim's row of the recorded run.
+
+    reproduced: asserted, held in the run and at every seed of a fresh sweep.
+    reported: declared ``asserted=False`` and held at some seed (run or sweep), not all asserted.
+    not reproduced: an asserted claim that failed somewhere, or a reported one that never held.
+    unverified: not run, or asserted without a fresh sweep behind it.
+    """
+    held_run = result.get("held")
+    sweep_held = sweep_claim["held"] if (sweep_claim and sweep_fresh) else []
+    if result.get("asserted", True):
+        if held_run is False or any(h is False for h in sweep_held):
+            return "not reproduced"
+        if held_run is True and sweep_held and all(h is True for h in sweep_held):
+            return "reproduced"
+        return "unverified"
+    every = [held_run, *sweep_held]
+    if any(h is True for h in every):
+        return "reported"
+    if any(h is False for h in every):
+        return "not reproduced"
+    return "unverified"
+
+
+def chapter_counts(record: dict | None, sweep: dict | None, stale: bool) -> dict:
+    """Counts of one chapter: paper claims by bin, checks passed and total."""
+    counts = {b: 0 for b in PAPER_BINS} | {"checks_passed": 0, "checks": 0, "paper": 0}
+    if record is None:
+        return counts
+    fresh = sweep is not None and not stale
+    for c in record["claims"]:
+        sc = _sweep_claim(sweep, c["id"])
+        if c.get("role", "paper") == "paper":
+            counts["paper"] += 1
+            counts[classify_paper_claim(c, sc, fresh)] += 1
+        else:
+            counts["checks"] += 1
+            swept_ok = sc is None or not fresh or all(h is True for h in sc["held"])
+            counts["checks_passed"] += bool(c.get("held") is True and swept_ok)
+    return counts
+
+
+def chapter_status(counts: dict) -> str:
+    """A chapter's counts in a few words, for the README."""
+    if counts["paper"] + counts["checks"] == 0:
+        return "not run"
+    parts = [f"{counts['reproduced']}/{counts['paper']} paper claims reproduced"]
+    parts += [f"{counts[b]} {b}" for b in ("reported", "not reproduced", "unverified") if counts[b]]
+    return ", ".join(parts) + f"; {counts['checks_passed']}/{counts['checks']} checks passed"
+
+
+# ---------------------------------------------------------------------------------------------
+# the page
+# ---------------------------------------------------------------------------------------------
+def _runtime(rec: dict | None) -> str:
+    return "—" if rec is None or rec.get("runtime_s") is None else f"{rec['runtime_s']:.0f} s"
+
+
+def _sweep_words(sweep: dict | None, stale: bool) -> str:
+    if sweep is None:
+        return "none"
+    return f"{len(sweep['seeds'])} ({_seed_list(sweep['seeds'])})" + (", STALE" if stale else "")
+
+
+def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], dict],
+                       sweeps: dict[str, dict], hashes: dict[str, dict]) -> str:
+    """The scorecard in Markdown: one summary table a reviewer reads first (per chapter and for
+    the book), then per chapter its paper claims and its checks, each row with this run's value,
+    the control's, the threshold, the verdict and the pass rate over the seed sweep."""
+    head = ["| chapter | paper claims reproduced | reported | not reproduced | unverified | "
+            "checks passed | run time | seeds swept |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    total = {b: 0 for b in PAPER_BINS} | {"checks_passed": 0, "checks": 0, "paper": 0}
+    total_time, swept = 0.0, 0
+    rows = []
+    for ch in chapters:
+        rec = results.get((ch, SWEEP_SCALE))
+        sweep = sweeps.get(ch)
+        stale = sweep is not None and ch in hashes and is_stale(sweep, hashes[ch])
+        n = chapter_counts(rec, sweep, stale)
+        for k in total:
+            total[k] += n[k]
+        total_time += (rec or {}).get("runtime_s") or 0.0
+        swept += sweep is not None and not stale
+        rows.append(f"| [{ch}](#{ch}) | {n['reproduced']} of {n['paper']} | {n['reported']} | "
+                    f"{n['not reproduced']} | {n['unverified']} | {n['checks_passed']}/{n['checks']} | "
+                    f"{_runtime(rec)} | {_sweep_words(sweep, stale)} |")
+    rows.append(f"| **the book** | **{total['reproduced']} of {total['paper']}** | "
+                f"**{total['reported']}** | **{total['not reproduced']}** | **{total['unverified']}** | "
+                f"**{total['checks_passed']}/{total['checks']}** | **{total_time:.0f} s** | "
+                f"**{swept}/{len(chapters)} chapters** |")
+    lines = head + rows
+    for ch in chapters:
+        lines += ["", f"## {ch}", ""]
+        recs = [r for (c, _), r in sorted(results.items()) if c == ch]
+        if not recs:
+            lines.append("No recorded run: every claim of this chapter counts as *not run*.")
+            continue
+        sweep = sweeps.get(ch)
+        stale = sweep is not None and ch in hashes and is_stale(sweep, hashes[ch])
+        for rec in recs:
+            def seeds(claim_id: str, rec=rec) -> str:  # sweeps are at SCALE="ci" only
+                return seeds_cell(sweep, claim_id, stale) if rec["scale"] == SWEEP_SCALE else "—"
+
+            line = f"`SCALE=\"{rec['scale']}\"` · seed {rec['seed']} · run time {_runtime(rec)}"
+            if rec["scale"] == SWEEP_SCALE:
+                line += f" · seed sweep: {_sweep_words(sweep, stale)}"
+            lines += [line, ""]
+            paper = [c for c in rec["claims"] if c.get("role", "paper") == "paper"]
+            checks = [c for c in rec["claims"] if c.get("role", "paper") == "check"]
+            if paper:
+                lines += ["Paper claims:", "",
+                          "| claim | paper's figure | our figure | control | threshold | this run | "
+                          "seeds | kind |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                for c in paper:
+                    if c.get("control"):
+                        ctrl = f"{fmt(c.get('control_measured'))} ({cell(c['control'])})"
+                    elif c.get("no_control"):
+                        ctrl = f"none: {cell(c['no_control'])}"
+                    else:
+                        ctrl = "—"
+                    lines.append(f"| **{c['id']}** {cell(c['text'])} | {cell(c.get('paper', '—'))} | "
+                                 f"{fmt(c['measured'])} | {ctrl} | {c['op']} {fmt(c['threshold'])} | "
+                                 f"{verdict(c, c.get('asserted', True))} | "
+                                 f"{seeds(c['id'])} | "
+                                 f"{c.get('kind') or '—'} |")
+                lines.append("")
+            if checks:
+                lines += ["Checks (not counted as reproductions):", "",
+                          "| check | measured | threshold | this run | seeds |",
+                          "| --- | --- | --- | --- | --- |"]
+                for c in checks:
+                    lines.append(f"| **{c['id']}** {cell(c['text'])} | {fmt(c['measured'])} | "
+                                 f"{c['op']} {fmt(c['threshold'])} | {verdict(c, c.get('asserted', True))} | "
+                                 f"{seeds(c['id'])} |")
+                lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
