@@ -15,6 +15,7 @@ from iclr26.absignsgd import (
     worker_block_gradients,
 )
 from iclr26.harness import mlp, optimizer_state_bytes
+from nbexercise import exercise_parts
 
 SIZES = [8, 7, 6, 5, 4]  # 4 Linear blocks
 
@@ -309,9 +310,25 @@ def test_check_functions():
         s = DepthBiasedSchedule(n, c)
         return [s() for _ in range(steps)]
 
-    assert "✓" in check_depth_biased_schedule(good)
-    with pytest.raises(AssertionError):
-        check_depth_biased_schedule(lambda n, c, steps: [k % n for k in range(steps)])
-    assert "✓" in check_expected_depth(lambda n, c: expected_backward_depth(depth_biased_tau(n, c)))
-    with pytest.raises(AssertionError):
-        check_expected_depth(lambda n, c: (n + 1) / 2)
+    assert check_depth_biased_schedule(good).status == "correct"
+    wrong = check_depth_biased_schedule(lambda n, c, steps: [k % n for k in range(steps)])
+    assert wrong.status == "wrong" and "Hint" in wrong
+    short = check_depth_biased_schedule(lambda n, c, steps: good(n, c, steps)[:-1])
+    assert short.status == "wrong"
+    exact = lambda n, c: expected_backward_depth(depth_biased_tau(n, c))
+    assert check_expected_depth(exact).status == "correct"
+    assert check_expected_depth(lambda n, c: (n + 1) / 2).status == "wrong"
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("02-absignsgd", "my_schedule")
+    assert ns.check_depth_biased_schedule(stub).status == "not done yet"
+    round_robin = lambda n, c, steps: [k % n for k in range(steps)]
+    assert ns.check_depth_biased_schedule(round_robin).status == "wrong"
+    assert ns.check_depth_biased_schedule(reference).status == "correct"
+
+    stub, reference, ns = exercise_parts("02-absignsgd", "my_depth")
+    assert ns.check_expected_depth(stub).status == "not done yet"
+    uniform = lambda n, c: (n + 1) / 2  # ignores the bias c
+    assert ns.check_expected_depth(uniform).status == "wrong"
+    assert ns.check_expected_depth(reference).status == "correct"

@@ -1,5 +1,6 @@
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26.deep_mf import (block_diag_mask, check_effective_rank, check_factor_gradients, depth2_limit, diag_mask,
                             effective_rank, end_to_end, factor_gradients, heldout_rmse, init_factors, masked_loss,
@@ -157,9 +158,31 @@ def test_plasticity_experiment_shapes():
 
 
 def test_exercise_checkers_accept_the_reference_and_reject_a_wrong_answer():
-    assert "correct" in check_effective_rank(effective_rank)
-    with pytest.raises(AssertionError):
-        check_effective_rank(lambda W: torch.linalg.matrix_rank(W).double())
-    assert "correct" in check_factor_gradients(lambda f, M, m: factor_gradients(f, M, m)[0])
-    with pytest.raises(AssertionError):
-        check_factor_gradients(lambda f, M, m: [torch.zeros_like(x) for x in f])
+    assert check_effective_rank(effective_rank).status == "correct"
+    wrong = check_effective_rank(lambda W: torch.linalg.matrix_rank(W).double())
+    assert wrong.status == "wrong" and "Hint" in wrong
+    assert check_effective_rank(lambda W: effective_rank(W).sum()).status == "wrong"
+    closed_form = lambda f, M, m: factor_gradients(f, M, m)[0]
+    assert check_factor_gradients(closed_form).status == "correct"
+    zeros = check_factor_gradients(lambda f, M, m: [torch.zeros_like(x) for x in f])
+    assert zeros.status == "wrong" and "Hint" in zeros
+    first_only = lambda f, M, m: closed_form(f, M, m)[:1]
+    assert check_factor_gradients(first_only).status == "wrong"
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("01-deep-mf", "my_effective_rank")
+    assert ns.dmf.check_effective_rank(stub).status == "not done yet"
+    wrong = lambda W: torch.linalg.matrix_rank(W).double()  # numerical rank, not erank
+    assert ns.dmf.check_effective_rank(wrong).status == "wrong"
+    assert ns.dmf.check_effective_rank(reference).status == "correct"
+
+    stub, reference, ns = exercise_parts("01-deep-mf", "my_factor_gradients")
+    assert ns.dmf.check_factor_gradients(stub).status == "not done yet"
+    no_transpose = lambda fs, M, mask: [  # forgets to transpose the factors around G
+        (end_to_end(fs[k + 1:]) if k + 1 < len(fs) else torch.eye(M.shape[-1]).double())
+        @ (mask * (end_to_end(fs) - M))
+        @ (end_to_end(fs[:k]) if k > 0 else torch.eye(M.shape[-1]).double())
+        for k in range(len(fs))]
+    assert ns.dmf.check_factor_gradients(no_transpose).status == "wrong"
+    assert ns.dmf.check_factor_gradients(reference).status == "correct"

@@ -12,6 +12,7 @@ from iclr26.fzoo import (FZOO, FlatMLP, MeZO, batched_fzoo_step, check_fzoo_upda
                          fzoo_deltas, fzoo_multi_step, fzoo_update_from_losses, mezo_deltas, mezo_multi_step,
                          passes_to_reach, perturb_, perturbations, rademacher, train_counted, train_many)
 from iclr26.harness import mlp
+from nbexercise import exercise_parts
 
 
 def tiny_problem(dtype=torch.float64, seed=0):
@@ -256,10 +257,19 @@ def test_bad_inputs_raise():
 
 def test_check_function_accepts_the_right_answer_and_rejects_wrong_ones():
     good = lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr)
-    assert "agree" in check_fzoo_update(good)
-    with pytest.raises(AssertionError):
-        check_fzoo_update(lambda l0, losses, u, lr: -good(l0, losses, u, lr))
-    with pytest.raises(AssertionError):
-        check_fzoo_update(lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr, std_mode="sample"))
-    with pytest.raises(AssertionError):  # no normalisation: not invariant
-        check_fzoo_update(lambda l0, losses, u, lr: -lr * ((losses - l0) / len(losses)) @ u)
+    assert check_fzoo_update(good).status == "correct"
+    flipped = check_fzoo_update(lambda l0, losses, u, lr: -good(l0, losses, u, lr))
+    assert flipped.status == "wrong" and "sign" in flipped
+    sample = lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr,
+                                                               std_mode="sample")
+    assert check_fzoo_update(sample).status == "wrong"
+    unnormalised = lambda l0, losses, u, lr: -lr * ((losses - l0) / len(losses)) @ u
+    assert check_fzoo_update(unnormalised).status == "wrong"  # not invariant
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("03-fzoo", "my_update")
+    assert ns.check_fzoo_update(stub).status == "not done yet"
+    no_sigma = lambda l0, losses, u, lr: -lr * ((losses - l0) / len(losses)) @ u
+    assert ns.check_fzoo_update(no_sigma).status == "wrong"
+    assert ns.check_fzoo_update(reference).status == "correct"

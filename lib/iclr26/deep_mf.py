@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .core import ExerciseVerdict, grade_exercise
+
 Tensor = torch.Tensor
 
 
@@ -255,31 +257,74 @@ def rank_one_target(n: int, generator: torch.Generator | None = None, dtype: tor
 # ---------------------------------------------------------------------------------------------
 # checks for the chapter's exercises
 # ---------------------------------------------------------------------------------------------
-def check_effective_rank(fn) -> str:
-    """Exercise check: ``fn(W)`` must return the entropy effective rank of a batch (..., n, m)."""
+def check_effective_rank(fn) -> ExerciseVerdict:
+    """Exercise check: ``fn(W)`` must return the entropy effective rank of a batch
+    (..., n, m). Answers "not done yet" on the stub, "wrong: because ..." with a hint,
+    or "correct"."""
     g = torch.Generator().manual_seed(123)
-    cases = [torch.eye(5, dtype=torch.float64), torch.outer(torch.arange(1.0, 5.0), torch.ones(3)).double(),
-             torch.randn(4, 6, 6, generator=g, dtype=torch.float64)]
-    for W in cases:
-        got = torch.as_tensor(fn(W), dtype=torch.float64)
-        want = effective_rank(W)
-        if got.shape != want.shape or not torch.allclose(got, want, atol=1e-6):
-            raise AssertionError(f"for an input of shape {tuple(W.shape)} expected {want.tolist()}, got {got.tolist()}")
-    return "correct: effective_rank matches on the identity, a rank-one matrix and a random batch"
+    cases = [("the 5×5 identity", torch.eye(5, dtype=torch.float64)),
+             ("a rank-one 4×3 matrix",
+              torch.outer(torch.arange(1.0, 5.0), torch.ones(3)).double()),
+             ("a random batch of shape (4, 6, 6)",
+              torch.randn(4, 6, 6, generator=g, dtype=torch.float64))]
+
+    def trial(fn):
+        for what, W in cases:
+            got = fn(W.clone())
+            want = effective_rank(W)
+            got = torch.as_tensor(got, dtype=torch.float64)
+            if got.shape != want.shape:
+                raise AssertionError(
+                    f"on {what} your function returned shape {tuple(got.shape)}: "
+                    "return one value per matrix, i.e. reduce over the last axis of "
+                    "the singular values only")
+            if not torch.allclose(got, want, atol=1e-6):
+                raise AssertionError(
+                    f"on {what} your values are off by up to "
+                    f"{(got - want).abs().max().item():.3g}. Hint: normalise the "
+                    "singular values to sum to one, take their Shannon entropy "
+                    "(natural log, with 0 log 0 = 0), then its exponential")
+        return ("your effective rank matches on the identity, a rank-one matrix and "
+                "a random batch")
+
+    return grade_exercise(fn, trial)
 
 
-def check_factor_gradients(fn) -> str:
-    """Exercise check: ``fn(factors, M, mask)`` must return the list of ∂L/∂W_k."""
+def check_factor_gradients(fn) -> ExerciseVerdict:
+    """Exercise check: ``fn(factors, M, mask)`` must return the list of ∂L/∂W_k.
+    Answers "not done yet" on the stub, "wrong: because ..." with a hint, or
+    "correct"."""
     g = torch.Generator().manual_seed(7)
+    cases = []
     for depth in (1, 2, 3, 4):
         factors = init_factors(2, 5, depth, 0.5, generator=g)
         M = torch.randn(5, 5, generator=g, dtype=torch.float64)
-        mask = random_mask(5, 0.5, generator=g)
-        got = fn(factors, M, mask)
-        want, _ = factor_gradients(factors, M, mask)
-        if len(got) != depth or any(not torch.allclose(a, b, atol=1e-9) for a, b in zip(got, want)):
-            raise AssertionError(f"gradients differ from the closed form at depth {depth}")
-    return "correct: your gradients match the closed form at depths 1 to 4"
+        cases.append((depth, factors, M, random_mask(5, 0.5, generator=g)))
+
+    def trial(fn):
+        for depth, factors, M, mask in cases:
+            got = fn([F.clone() for F in factors], M.clone(), mask.clone())
+            want, _ = factor_gradients(factors, M, mask)
+            if not isinstance(got, (list, tuple)) or len(got) != depth:
+                raise AssertionError(
+                    f"at depth {depth} return a list of {depth} gradients, one per "
+                    "factor, in the order [W_1, …, W_L]")
+            for k, (a, b) in enumerate(zip(got, want), start=1):
+                a = torch.as_tensor(a)
+                if a.shape != b.shape:
+                    raise AssertionError(
+                        f"at depth {depth} the gradient for W_{k} has shape "
+                        f"{tuple(a.shape)}; it must have the factor's shape "
+                        f"{tuple(b.shape)}")
+                if not torch.allclose(a, b, atol=1e-9):
+                    raise AssertionError(
+                        f"at depth {depth} the gradient for W_{k} is wrong. Hint: "
+                        "only observed entries enter G = P_Ω(W − M); the factors "
+                        "above W_k multiply G from the left, transposed, and those "
+                        "below from the right, transposed")
+        return "your gradients match the closed form at depths 1 to 4"
+
+    return grade_exercise(fn, trial)
 
 
 def _check_n(n) -> None:
@@ -304,6 +349,10 @@ def sign_align(factors: list[Tensor], M: Tensor) -> list[Tensor]:
     (D W_L) W_{L−1} ⋯ (W_1 D). A near-rank-one W ≈ x yᵀ is matched to M ≈ u uᵀ by
     D = diag(sign(x) ⊙ sign(u)) with x, u the leading left singular vectors. Returns new factors;
     the diagonal loss is unchanged exactly. factors: [W_1, …, W_L], each (..., n, n); M: (..., n, n).
+
+    An oracle: the signs come from the whole target M, held-out entries included,
+    which a learner never sees. Results that use it explain a mechanism; they are not
+    reproductions.
     """
     if len(factors) < 1:
         raise ValueError("factors must be a non-empty list")

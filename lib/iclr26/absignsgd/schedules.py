@@ -7,6 +7,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..core import ExerciseVerdict, grade_exercise
+
 
 def _check_n_blocks(n_blocks) -> int:
     if isinstance(n_blocks, bool) or not isinstance(n_blocks, int):
@@ -102,26 +104,48 @@ def expected_backward_depth(tau) -> float:
 
 
 
-def check_depth_biased_schedule(fn: Callable[[int, float, int], Sequence[int]]) -> str:
-    """Check a student's schedule ``fn(n_blocks, c, steps) -> list of block indices`` against
-    :class:`DepthBiasedSchedule` on a few settings. Raises ``AssertionError`` naming the first
-    mismatch; returns a short success message."""
-    for n, c, steps in [(1, 10.0, 5), (4, 10.0, 60), (6, 10.0, 200), (6, 0.0, 30), (9, 3.5, 150)]:
-        ref = DepthBiasedSchedule(n, c)
-        want = [ref() for _ in range(steps)]
-        got = [int(b) for b in fn(n, c, steps)]
-        if got != want:
-            first = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-            raise AssertionError(f"n_blocks={n}, c={c}: step {first} differs (first 12 expected {want[:12]}, "
-                                 f"got {got[:12]}; lengths {len(want)} vs {len(got)})")
-    return "✓ your schedule matches the depth-biased schedule on 5 settings"
+def check_depth_biased_schedule(fn: Callable[[int, float, int], Sequence[int]]) -> ExerciseVerdict:
+    """Exercise check: a student's schedule ``fn(n_blocks, c, steps) -> list of block
+    indices`` against :class:`DepthBiasedSchedule` on a few settings. Answers "not done yet"
+    on the stub, "wrong: because ..." with a hint, or "correct"."""
+    settings = [(1, 10.0, 5), (4, 10.0, 60), (6, 10.0, 200), (6, 0.0, 30), (9, 3.5, 150)]
+
+    def trial(fn):
+        for n, c, steps in settings:
+            ref = DepthBiasedSchedule(n, c)
+            want = [ref() for _ in range(steps)]
+            got = [int(b) for b in fn(n, c, steps)]
+            if len(got) != steps:
+                raise AssertionError(f"n_blocks={n}, c={c}: asked for {steps} steps, got "
+                                     f"{len(got)} block indices")
+            if got != want:
+                k = next(k for k, (a, b) in enumerate(zip(got, want)) if a != b)
+                hint = ("block i's time is tau_i = N + c (N - i), with i = 0 nearest the "
+                        "input" if k == 0 else
+                        "after a pick, advance that block's next free time by its own "
+                        "tau_i, and break ties by the lowest index")
+                raise AssertionError(f"n_blocks={n}, c={c}: the first {k} picks agree, "
+                                     f"step {k} does not. Hint: {hint}")
+        return "your schedule matches the depth-biased schedule on 5 settings"
+
+    return grade_exercise(fn, trial)
 
 
-def check_expected_depth(fn: Callable[[int, float], float]) -> str:
-    """Check a student's ``fn(n_blocks, c) -> expected backward depth`` against the formula."""
-    for n, c in [(1, 10.0), (6, 10.0), (6, 0.0), (12, 3.0), (30, 10.0)]:
-        want = expected_backward_depth(depth_biased_tau(n, c))
-        got = float(fn(n, c))
-        if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
-            raise AssertionError(f"n_blocks={n}, c={c}: expected {want:.6f}, got {got:.6f}")
-    return "✓ your expected depth matches the formula on 5 settings"
+def check_expected_depth(fn: Callable[[int, float], float]) -> ExerciseVerdict:
+    """Exercise check: a student's ``fn(n_blocks, c) -> expected backward depth`` against the
+    formula. Answers "not done yet" on the stub, "wrong: because ..." with a hint, or
+    "correct"."""
+    settings = [(1, 10.0), (6, 10.0), (6, 0.0), (12, 3.0), (30, 10.0)]
+
+    def trial(fn):
+        for n, c in settings:
+            want = expected_backward_depth(depth_biased_tau(n, c))
+            got = float(fn(n, c))
+            if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
+                raise AssertionError(
+                    f"n_blocks={n}, c={c}: got {got:.6f}, which is not the expected depth. "
+                    "Hint: block i is visited with frequency proportional to 1/tau_i, and "
+                    "its backward pass runs through N - i blocks")
+        return "your expected depth matches the formula on 5 settings"
+
+    return grade_exercise(fn, trial)
