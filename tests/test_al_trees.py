@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26.al_trees import (VersionSpace, antidiagonal_points, cal_active_learn, check_disagreement_coefficient,
                              disagreement_coefficient, disagreement_radius, enumerate_trees, greedy_tree_pool_error,
@@ -189,6 +190,29 @@ def test_helpers():
 
 
 def test_exercise_checker():
-    assert check_disagreement_coefficient(lambda P, h: disagreement_coefficient(P, h)[0], trials=2) == "ok"
-    with pytest.raises(AssertionError):
-        check_disagreement_coefficient(lambda P, h: 1.0, trials=2)
+    def library(P, h):
+        return disagreement_coefficient(P, h)[0]
+
+    ok = check_disagreement_coefficient(library, trials=2)
+    assert ok.status == "correct" and ok
+    for wrong in (lambda P, h: 1.0, lambda P, h: "2", lambda P, h: math.inf):
+        assert check_disagreement_coefficient(wrong, trials=2).status == "wrong"
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("04-al-trees", "my_theta")
+    assert ns.alt.check_disagreement_coefficient(stub).status == "not done yet"
+
+    def off_by_n(P, hstar):  # a plausible slip: counts over n * r, not over r
+        return reference(P, hstar) / P.shape[1]
+
+    wrong = ns.alt.check_disagreement_coefficient(off_by_n)
+    assert wrong.status == "wrong" and "outside [1, n]" in wrong
+
+    def no_sup(P, hstar):  # another: the ratio at r = 1/n only, not the sup over radii
+        flips = P ^ hstar
+        dist = flips.sum(1)
+        return float((flips[dist == 1].any(0)).sum().clamp(min=1))
+
+    assert ns.alt.check_disagreement_coefficient(no_sup).status == "wrong"
+    assert ns.alt.check_disagreement_coefficient(reference).status == "correct"

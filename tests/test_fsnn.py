@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from iclr26 import fsnn
+from nbexercise import exercise_parts
 
 F64 = torch.float64
 
@@ -253,9 +254,25 @@ def test_spiking_mlp_shapes():
 
 
 def test_check_gl_weights():
-    assert "match" in fsnn.check_gl_weights(lambda a, n: fsnn.gl_weights(a, n))
-    with pytest.raises(AssertionError):
-        fsnn.check_gl_weights(lambda a, n: torch.ones(n))
+    ok = fsnn.check_gl_weights(lambda a, n: fsnn.gl_weights(a, n))
+    assert ok.status == "correct" and "match" in ok
+    assert fsnn.check_gl_weights(lambda a, n: torch.ones(n)).status == "wrong"
+    assert fsnn.check_gl_weights(lambda a, n: [1.0] * n).status == "wrong"
+    assert fsnn.check_gl_weights(lambda a, n: torch.ones(n - 1)).status == "wrong"
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("06-fsnn", "my_gl_weights")
+    assert ns.fsnn.check_gl_weights(stub).status == "not done yet"
+
+    def off_by_one(alpha, n):  # a plausible slip: the product starts one j too late
+        j = torch.arange(2, n + 1, dtype=torch.float64)
+        ones = torch.ones(1, dtype=torch.float64)
+        return torch.cat([ones, torch.cumprod(1 - (1 + alpha) / j, 0)])
+
+    wrong = ns.fsnn.check_gl_weights(off_by_one)
+    assert wrong.status == "wrong" and "c_1" in wrong
+    assert ns.fsnn.check_gl_weights(reference).status == "correct"
 
 
 def test_loglog_slope():

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from iclr26 import ilnn as L
+from nbexercise import exercise_parts
 
 D64 = torch.float64
 
@@ -120,12 +121,28 @@ def test_gyro_identities_and_boost_isometry():
     assert on_manifold_err(y, k) < 1e-12
     assert torch.allclose(L.dist(x[:, None], x[None], k), L.dist(y[:, None], y[None], k), atol=1e-7)
     assert torch.allclose(L.gyro_scale(1.0, x, k), x, atol=1e-10)
-    assert L.check_boost_to_origin(L.boost_to_origin).startswith("all checks passed")
+    assert L.check_boost_to_origin(L.boost_to_origin).status == "correct"
 
 
 def test_check_function_rejects_a_wrong_boost():
-    with pytest.raises(AssertionError):
-        L.check_boost_to_origin(lambda mu, x, k: x)
+    assert L.check_boost_to_origin(lambda mu, x, k: x).status == "wrong"
+    assert L.check_boost_to_origin(lambda mu, x, k: x[:1]).status == "wrong"
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("05-ilnn", "my_boost")
+    assert ns.L.check_boost_to_origin(stub).status == "not done yet"
+
+    def forgot_to_rescale(mu, x, k):  # a plausible slip: the k = 1 boost at every k
+        return L.boost_to_origin(mu * math.sqrt(k), x * math.sqrt(k), 1.0)
+
+    assert ns.L.check_boost_to_origin(forgot_to_rescale).status == "wrong"
+
+    def boost_away(mu, x, k):  # another: the boost that carries o to mu, not mu to o
+        return L.gyro_add(mu, x, k)
+
+    assert ns.L.check_boost_to_origin(boost_away).status == "wrong"
+    assert ns.L.check_boost_to_origin(reference).status == "correct"
 
 
 def test_centroid_and_karcher_mean():

@@ -25,6 +25,8 @@ from typing import Callable
 
 import torch
 
+from .core import ExerciseVerdict, grade_exercise
+
 __all__ = [
     "grid_points", "antidiagonal_points", "threshold_splits", "enumerate_trees", "tree_count_formula",
     "hamming_to", "hamming_to_columns", "disagreement_radius", "theta_from_radius", "disagreement_coefficient", "VersionSpace",
@@ -447,22 +449,54 @@ def loglog_slope(n: torch.Tensor | list, values: torch.Tensor | list) -> float:
 # Exercise checker
 # ----------------------------------------------------------------------------------------------
 
-def check_disagreement_coefficient(fn: Callable[[torch.Tensor, torch.Tensor], float], trials: int = 5,
-                                   seed: int = 0) -> str:
-    """Check a student's ``fn(P, hstar) -> theta`` (with r0 = 1/n) against the library on a few
-    small classes: 1-D thresholds on a line, depth-2 trees on a small grid and on the
-    anti-diagonal. Raises ``AssertionError`` naming the first case it gets wrong; returns "ok"."""
+def check_disagreement_coefficient(fn: Callable[[torch.Tensor, torch.Tensor], float],
+                                   trials: int = 5, seed: int = 0) -> ExerciseVerdict:
+    """Grade a student's ``fn(P, hstar) -> theta`` (with r0 = 1/n) against the library
+    on a few small classes: 1-D thresholds on a line, depth-2 trees on a small grid and
+    on the anti-diagonal.
+
+    Returns an :class:`~iclr26.core.ExerciseVerdict`: "not done yet" on the stub,
+    "wrong" with a hint (never the expected value) naming the first case it gets
+    wrong, "correct" when every case agrees.
+    """
     g = torch.Generator().manual_seed(seed)
     cases = []
     line = torch.arange(12, dtype=torch.float32)[:, None]
     cases.append(("1-D thresholds on 12 points", enumerate_trees(line, depth=1)))
     cases.append(("depth-2 trees on a 5x5 grid", enumerate_trees(grid_points(5), depth=2)))
-    cases.append(("depth-2 trees on 10 anti-diagonal points", enumerate_trees(antidiagonal_points(10), depth=2)))
-    for name, P in cases:
-        for t in range(trials):
-            h = P[torch.randint(P.shape[0], (1,), generator=g).item()]
+    cases.append(("depth-2 trees on 10 anti-diagonal points",
+                  enumerate_trees(antidiagonal_points(10), depth=2)))
+    targets = [(name, P, P[torch.randint(P.shape[0], (1,), generator=g).item()])
+               for name, P in cases for _ in range(trials)]
+
+    def trial(fn):
+        for t, (name, P, h) in enumerate(targets):
+            n = P.shape[1]
+            out = fn(P.clone(), h.clone())
+            if isinstance(out, torch.Tensor):
+                if out.numel() != 1:
+                    raise AssertionError(f"{name}: return one number (theta), not a "
+                                         f"tensor of shape {tuple(out.shape)}")
+                out = out.item()
+            if isinstance(out, bool) or not isinstance(out, (int, float)):
+                raise AssertionError(f"{name}: return theta as a float, not "
+                                     f"{type(out).__name__}")
+            got = float(out)
+            if not math.isfinite(got):
+                raise AssertionError(f"{name}: theta came out as {got}; a point that "
+                                     "no hypothesis flips must never count in DIS")
+            if got < 1 - 1e-9 or got > n + 1e-9:
+                raise AssertionError(
+                    f"{name}: theta = {got:.4g} lies outside [1, n] = [1, {n}]; "
+                    "theta(1/n) is a ratio P(DIS(B(h*, r))) / r, with distances and r "
+                    "both fractions of n")
             want, _ = disagreement_coefficient(P, h)
-            got = float(fn(P, h))
             if not math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
-                raise AssertionError(f"{name}, target #{t}: expected theta = {want:.6g}, got {got:.6g}")
-    return "ok"
+                raise AssertionError(
+                    f"{name}, target #{t % trials}: your theta = {got:.6g} is not the "
+                    "coefficient. Hint: rho(x) is the distance of the *nearest* "
+                    "hypothesis that flips x, and the sup runs over every radius "
+                    "r >= 1/n, dividing P(rho <= r) by r")
+        return f"your theta matches the definition on {len(targets)} targets, 3 classes"
+
+    return grade_exercise(fn, trial)

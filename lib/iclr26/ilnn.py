@@ -31,6 +31,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from .core import ExerciseVerdict, grade_exercise
+
 _TINY = 1e-30  # keeps sqrt differentiable at an exactly-zero vector (value ~1e-15, gradient 0)
 
 
@@ -647,22 +649,51 @@ def train_classifier(model: nn.Module, x_tr: torch.Tensor, y_tr: torch.Tensor, x
 # ----------------------------------------------------------------------------------------------
 # exercise check
 # ----------------------------------------------------------------------------------------------
-def check_boost_to_origin(fn: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]) -> str:
-    """Check a student's ``fn(mu, x, k)``: it must send mu to the origin, keep points on the
-    hyperboloid and preserve distances, for several curvatures.  Raises AssertionError with a hint."""
+_BoostFn = Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+
+
+def check_boost_to_origin(fn: _BoostFn) -> ExerciseVerdict:
+    """Grade a student's ``fn(mu, x, k)``: it must send mu to the origin, keep points on
+    the hyperboloid and preserve distances, for several curvatures.
+
+    Returns an :class:`~iclr26.core.ExerciseVerdict`: "not done yet" on the stub,
+    "wrong" with a hint naming the property that fails, "correct" when every case
+    passes.
+    """
     g = torch.Generator().manual_seed(0)
+    cases = []
     for k in (0.3, 1.0, 2.5):
         x = lift(torch.randn(50, 4, generator=g, dtype=torch.float64), k)
-        mu = lorentz_centroid(x, k)
-        y = fn(mu, x, k)
-        if not isinstance(y, torch.Tensor) or y.shape != x.shape:
-            raise AssertionError(f"fn(mu, x, k) must return a tensor of shape {tuple(x.shape)}")
-        o = origin(4, k, dtype=torch.float64)
-        assert torch.allclose(fn(mu, mu, k), o, atol=1e-8), f"k={k}: fn(mu, mu, k) should be the origin {o.tolist()}"
-        assert torch.allclose(lorentz_inner(y, y), torch.full((50,), -1.0 / k, dtype=torch.float64), atol=1e-8), \
-            f"k={k}: outputs are not on the hyperboloid <y,y>_L = -1/k"
-        assert (y[:, 0] > 0).all(), f"k={k}: outputs must be on the upper sheet (y_0 > 0)"
-        d_before = dist(x[:, None], x[None], k)
-        d_after = dist(y[:, None], y[None], k)
-        assert torch.allclose(d_before, d_after, atol=1e-6), f"k={k}: pairwise distances changed: not an isometry"
-    return "all checks passed: your boost is an isometry that sends mu to the origin"
+        cases.append((k, x, lorentz_centroid(x, k)))
+
+    def trial(fn):
+        for k, x, mu in cases:
+            y = fn(mu.clone(), x.clone(), k)
+            if not isinstance(y, torch.Tensor) or y.shape != x.shape:
+                got = tuple(getattr(y, "shape", ())) or type(y).__name__
+                raise AssertionError(f"fn(mu, x, k) must return a tensor of shape "
+                                     f"{tuple(x.shape)} (one boosted point per row of "
+                                     f"x), got {got}")
+            o = origin(4, k, dtype=torch.float64)
+            m = fn(mu.clone(), mu[None].clone(), k)[0]
+            if not torch.allclose(m, o, atol=1e-8):
+                raise AssertionError(f"k={k}: fn(mu, mu[None], k) should be the origin "
+                                     "(1/sqrt(k), 0, ..., 0); check which point your "
+                                     "map sends to the origin, and the rescaling by "
+                                     "sqrt(k)")
+            on_sheet = torch.full((50,), -1.0 / k, dtype=torch.float64)
+            if not torch.allclose(lorentz_inner(y, y), on_sheet, atol=1e-8):
+                raise AssertionError(f"k={k}: outputs are not on the hyperboloid "
+                                     "<y,y>_L = -1/k; a boost is linear, so it must "
+                                     "keep the Minkowski form")
+            if not (y[:, 0] > 0).all():
+                raise AssertionError(f"k={k}: outputs must be on the upper sheet "
+                                     "(y_0 > 0)")
+            d_before = dist(x[:, None], x[None], k)
+            d_after = dist(y[:, None], y[None], k)
+            if not torch.allclose(d_before, d_after, atol=1e-6):
+                raise AssertionError(f"k={k}: pairwise distances changed: not an "
+                                     "isometry")
+        return "your boost is an isometry that sends mu to the origin, at 3 curvatures"
+
+    return grade_exercise(fn, trial)

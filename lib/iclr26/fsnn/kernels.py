@@ -7,6 +7,8 @@ from typing import Callable
 
 import torch
 
+from ..core import ExerciseVerdict, grade_exercise
+
 METHODS = ("gl", "abm")
 
 
@@ -179,18 +181,39 @@ def loglog_slope(t: torch.Tensor, y: torch.Tensor) -> float:
 # Exercise check
 # --------------------------------------------------------------------------------------------
 
-def check_gl_weights(fn: Callable[[float, int], torch.Tensor]) -> str:
-    """Check a student's ``fn(alpha, n)`` against :func:`gl_weights` for several orders.
+def check_gl_weights(fn: Callable[[float, int], torch.Tensor]) -> ExerciseVerdict:
+    """Grade a student's ``fn(alpha, n)`` against :func:`gl_weights` for several orders.
 
-    Returns a short message on success; raises AssertionError with the first mismatch otherwise.
+    Returns an :class:`~iclr26.core.ExerciseVerdict`: "not done yet" on the stub,
+    "wrong" with a hint (never the expected weights) on the first mismatch, "correct"
+    otherwise.
     """
-    for alpha in (1.0, 0.9, 0.5, 0.25):
-        got = torch.as_tensor(fn(alpha, 12), dtype=torch.float64).reshape(-1)
-        want = gl_weights(alpha, 12, dtype=torch.float64)
-        if got.shape != want.shape:
-            raise AssertionError(f"alpha={alpha}: expected 12 weights, got shape {tuple(got.shape)}")
-        err = (got - want).abs().max().item()
-        if err > 1e-6:                                                 # float32 answers are fine
-            j = int((got - want).abs().argmax())
-            raise AssertionError(f"alpha={alpha}: weight c_{j} is {got[j]:.6g}, expected {want[j]:.6g}")
-    return "all GL weights match (alpha = 1, 0.9, 0.5, 0.25)"
+    def trial(fn):
+        for alpha in (1.0, 0.9, 0.5, 0.25):
+            out = fn(alpha, 12)
+            where = f"alpha={alpha}"
+            if not isinstance(out, torch.Tensor):
+                raise AssertionError(f"{where}: return a tensor of weights, not "
+                                     f"{type(out).__name__}")
+            got = out.detach().to(torch.float64).reshape(-1)
+            want = gl_weights(alpha, 12, dtype=torch.float64)
+            if got.shape != want.shape:
+                raise AssertionError(f"{where}, n=12: expected 12 weights c_0 .. c_11, "
+                                     f"got shape {tuple(out.shape)}")
+            if not torch.isfinite(got).all():
+                raise AssertionError(f"{where}: some weights are NaN or infinite")
+            if abs(float(got[0]) - 1.0) > 1e-6:
+                raise AssertionError(f"{where}: c_0 is {float(got[0]):.6g}; the newest "
+                                     "state always has weight 1")
+            err = (got - want).abs()
+            if float(err.max()) > 1e-6:                     # float32 answers are fine
+                j = int(err.argmax())
+                raise AssertionError(
+                    f"{where}: weight c_{j} is {float(got[j]):.6g}, which is wrong. "
+                    "Hint: each weight is the previous one times a factor that depends "
+                    "on j (part (a) of the GL-weights theorem); check the first j of "
+                    "the product, and that for 0 < alpha < 1 every c_j with j >= 1 is "
+                    "negative")
+        return "all GL weights match (alpha = 1, 0.9, 0.5, 0.25)"
+
+    return grade_exercise(fn, trial)
