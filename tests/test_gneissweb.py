@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26 import gneissweb as gw
 
@@ -87,10 +88,34 @@ def test_expected_surviving_copies_matches_simulation_and_limits():
     assert sim == pytest.approx(gw.expected_surviving_copies(40, 6, 4), abs=0.05)
 
 
-def test_check_duplicate_mask_accepts_library_and_rejects_wrong():
-    assert gw.check_duplicate_mask(gw.duplicate_mask, trials=15)
-    with pytest.raises(AssertionError):
-        gw.check_duplicate_mask(lambda s, L: np.zeros(len(s), bool), trials=15)
+def test_check_duplicate_mask_grades_library_and_wrong_answers():
+    assert gw.check_duplicate_mask(gw.duplicate_mask, trials=15).status == "correct"
+    nothing = gw.check_duplicate_mask(lambda s, L: np.zeros(len(s), bool), trials=15)
+    assert nothing.status == "wrong" and "survive" in nothing
+    everything = gw.check_duplicate_mask(lambda s, L: np.ones(len(s), bool), trials=15)
+    assert everything.status == "wrong" and "first copy" in everything
+    short = gw.check_duplicate_mask(lambda s, L: np.zeros(len(s) + 1, bool), trials=15)
+    assert short.status == "wrong" and "shape" in short
+    with pytest.raises(TypeError):
+        gw.check_duplicate_mask("my_mask")
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("15-gneissweb", "my_mask")
+    assert ns.gw.check_duplicate_mask(stub).status == "not done yet"
+    starts_only = _window_starts  # where a later copy starts, not its whole window
+    assert ns.gw.check_duplicate_mask(starts_only).status == "wrong"
+    assert ns.gw.check_duplicate_mask(reference).status == "correct"
+
+
+def _window_starts(s, L):
+    """Positions p whose window s[p:p+L] occurred earlier (a wrong, too-small mask)."""
+    seen, out = set(), np.zeros(len(s), bool)
+    for p in range(len(s) - L + 1):
+        w = tuple(s[p:p + L])
+        out[p] = w in seen
+        seen.add(w)
+    return out
 
 
 def test_dedup_errors():

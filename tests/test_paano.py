@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26.paano import (
     ANOMALY_KINDS, PaAno, acf_period, PaAnoConfig, PatchEncoder, PretextHead, auc_pr, build_memory_bank,
@@ -147,11 +148,29 @@ def test_patch_scores_to_points_coverage_and_errors():
         patch_scores_to_points(torch.ones(7, 1), n, w)
 
 
-def test_check_function_accepts_library_and_rejects_wrong():
-    assert "agree" in check_patch_scores_to_points(patch_scores_to_points)
-    wrong = lambda s, n, w: torch.nn.functional.pad(s, (0, w - 1))  # a patch's score only at its start
-    with pytest.raises(AssertionError):
-        check_patch_scores_to_points(wrong)
+def test_check_function_grades_library_and_wrong_answers():
+    assert check_patch_scores_to_points(patch_scores_to_points).status == "correct"
+    start_only = lambda s, n, w: torch.nn.functional.pad(s, (0, w - 1))  # at its start
+    verdict = check_patch_scores_to_points(start_only)
+    assert verdict.status == "wrong" and "far from both ends" in verdict
+    k = lambda w: torch.ones(1, 1, w, dtype=torch.float64)
+    pad = lambda s, w: torch.nn.functional.pad(s, (w - 1, w - 1))[None, None]
+    sum_over_w = lambda s, n, w: (  # divides by w at the ends too
+        torch.nn.functional.conv1d(pad(s, w), k(w))[0, 0] / w)
+    verdict = check_patch_scores_to_points(sum_over_w)
+    assert verdict.status == "wrong" and "fewer than w patches" in verdict
+    wrong_shape = lambda s, n, w: s
+    assert check_patch_scores_to_points(wrong_shape).status == "wrong"
+    with pytest.raises(TypeError):
+        check_patch_scores_to_points("my_spread")
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("08-paano", "my_spread")
+    assert ns.pa.check_patch_scores_to_points(stub).status == "not done yet"
+    wrong = lambda s, n, w: torch.nn.functional.pad(s, (0, w - 1))
+    assert ns.pa.check_patch_scores_to_points(wrong).status == "wrong"
+    assert ns.pa.check_patch_scores_to_points(reference).status == "correct"
 
 
 # -------------------------------------------------------------------------------------- losses

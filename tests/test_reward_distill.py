@@ -7,6 +7,7 @@ import math
 
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26.reward_distill import (MASK, MaskedDenoiser, StateSpace, TiltedDenoiser, all_sequences,
                                    best_of_n_reward, check_soft_optimal, ddpo_loss, distribution_stats,
@@ -73,9 +74,22 @@ def test_soft_optimal_normalises_limits_and_stability():
         soft_optimal(p, r, 0.0)
     with pytest.raises(ValueError):
         soft_optimal(p, r[:2], 1.0)
-    assert check_soft_optimal(soft_optimal).startswith("correct")
-    with pytest.raises(AssertionError):
-        check_soft_optimal(lambda p, r, a: p * torch.exp(r / a) / (p * torch.exp(r / a)).sum())  # overflows
+    assert check_soft_optimal(soft_optimal).status == "correct"
+    naive = lambda p, r, a: p * torch.exp(r / a) / (p * torch.exp(r / a)).sum()
+    verdict = check_soft_optimal(naive)
+    assert verdict.status == "wrong" and "log space" in verdict
+    unnormalised = lambda p, r, a: torch.softmax(p.log() + r / a, 0) * 2
+    assert "sums to" in check_soft_optimal(unnormalised)
+    with pytest.raises(TypeError):
+        check_soft_optimal("my_soft_optimal")
+
+
+def test_exercise_check_answers_not_done_wrong_and_correct():
+    stub, reference, ns = exercise_parts("12-reward-distill", "my_soft_optimal")
+    assert ns.rd.check_soft_optimal(stub).status == "not done yet"
+    wrong = lambda p, r, a: torch.softmax(p.log() - r / a, 0)  # tilts the wrong way
+    assert ns.rd.check_soft_optimal(wrong).status == "wrong"
+    assert ns.rd.check_soft_optimal(reference).status == "correct"
 
 
 def test_denoiser_shapes_and_errors():

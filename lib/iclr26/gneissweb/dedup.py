@@ -18,6 +18,8 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core import ExerciseVerdict, grade_exercise
+
 SEP_BASE = 256  # symbols >= 256 are document separators (one unique id per document)
 
 
@@ -234,21 +236,41 @@ def expected_surviving_copies(n_docs: int, copies: int, shards: int) -> float:
     return float(sum(1 - comb(n_docs - (b - a), copies) / total for a, b in zip(bounds[:-1], bounds[1:])))
 
 
-def check_duplicate_mask(fn, trials: int = 30, seed: int = 0) -> bool:
-    """Exercise checker: ``fn(symbols: np.ndarray, L: int) -> bool mask`` must match the keep-first
-    definition on random small inputs with planted repeats. Raises AssertionError naming the first
-    failing case; returns True when every case passes."""
+def check_duplicate_mask(fn, trials: int = 30, seed: int = 0) -> ExerciseVerdict:
+    """Grade a student's ``fn(symbols: np.ndarray, L: int) -> bool mask`` against the
+    keep-first definition on random small inputs with planted repeats.
+
+    Returns an :class:`~iclr26.core.ExerciseVerdict`: "not done yet" on the stub,
+    "wrong: because ..." naming the first failing input with a hint (never the expected
+    mask), or "correct: ...".
+    """
+    return grade_exercise(fn, lambda f: _trial_duplicate_mask(f, trials, seed))
+
+
+def _trial_duplicate_mask(fn, trials: int, seed: int) -> str:
     rng = np.random.default_rng(seed)
     for t in range(trials):
         alphabet = int(rng.integers(2, 6))
         s = rng.integers(0, alphabet, size=int(rng.integers(5, 80)))
         if rng.random() < 0.7 and s.size > 12:  # plant a copy of a random span
-            a = int(rng.integers(0, s.size - 6)); ln = int(rng.integers(3, 7)); b = int(rng.integers(0, s.size - ln))
+            a = int(rng.integers(0, s.size - 6))
+            ln = int(rng.integers(3, 7))
+            b = int(rng.integers(0, s.size - ln))
             s[b: b + ln] = s[a: a + ln].copy()
         L = int(rng.integers(1, 6))
         want = duplicate_mask_naive(s, L)
-        got = np.asarray(fn(s.copy(), L), dtype=bool)
-        if got.shape != want.shape or not np.array_equal(got, want):
-            raise AssertionError(f"case {t}: symbols={s.tolist()}, L={L}: expected {want.astype(int).tolist()}, "
-                                 f"got {got.astype(int).tolist() if got.shape == want.shape else got.shape}")
-    return True
+        got = np.asarray(fn(s.copy(), L))
+        case = f"case {t} (symbols={s.tolist()}, L={L})"
+        assert got.shape == want.shape, \
+            f"{case}: return one flag per symbol, shape {want.shape}, not {got.shape}"
+        got = got.astype(bool)
+        extra, missed = got & ~want, want & ~got
+        assert not extra.any(), (
+            f"{case}: you remove {int(extra.sum())} position(s) that no repeated "
+            "window covers; the first copy of a repeat must stay, and a window counts "
+            "only if the same L symbols occur earlier")
+        assert not missed.any(), (
+            f"{case}: {int(missed.sum())} position(s) of a later copy survive; every "
+            "position p whose window s[p:p+L] also starts earlier removes all of "
+            "[p, p+L), not only p")
+    return f"all {trials} cases match the keep-first definition"

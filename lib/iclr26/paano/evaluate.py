@@ -7,6 +7,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..core import ExerciseVerdict, grade_exercise
 from .model import patch_scores_to_points, sliding_patches
 
 # ------------------------------------------------------------------------------------ baselines
@@ -88,16 +89,40 @@ def auc_pr(score, labels) -> float:
 # ------------------------------------------------------------------------------------- exercise
 
 
-def check_patch_scores_to_points(fn: Callable[[torch.Tensor, int, int], torch.Tensor]) -> str:
-    """Check a student's ``fn(s, n, w) -> (n,)`` against :func:`patch_scores_to_points`.
+def check_patch_scores_to_points(fn: Callable[[torch.Tensor, int, int], torch.Tensor]
+                                 ) -> ExerciseVerdict:
+    """Grade a student's ``fn(s, n, w) -> (n,)`` against :func:`patch_scores_to_points`.
 
-    Raises ``AssertionError`` with the first case that differs; returns a short success message.
+    Returns an :class:`~iclr26.core.ExerciseVerdict`: "not done yet" on the stub,
+    "wrong: because ..." with a hint on the first case that differs, "correct: ..."
+    otherwise.
     """
+    return grade_exercise(fn, _trial_patch_scores_to_points)
+
+
+def _trial_patch_scores_to_points(fn) -> str:
     gen = torch.Generator().manual_seed(0)
-    for n, w in [(10, 1), (10, 10), (17, 4), (200, 33)]:
+    for n, w in [(10, 1), (17, 4), (200, 33), (10, 10)]:
         s = torch.rand(n - w + 1, generator=gen, dtype=torch.float64)
-        got = fn(s, n, w)
-        assert isinstance(got, torch.Tensor) and got.shape == (n,), f"n={n}, w={w}: expected a tensor of shape ({n},), got {getattr(got, 'shape', type(got))}"
+        got = fn(s.clone(), n, w)
+        where = f"n={n}, w={w} (N={n - w + 1} patch scores)"
+        assert isinstance(got, torch.Tensor), \
+            f"{where}: return a torch.Tensor, not {type(got).__name__}"
+        assert got.shape == (n,), (f"{where}: return one score per time step, "
+                                   f"shape ({n},), not {tuple(got.shape)}")
         want = patch_scores_to_points(s, n, w)
-        assert torch.allclose(got.to(want.dtype), want, atol=1e-9), f"n={n}, w={w}: values differ, e.g. step 0: {got[0].item():.4f} vs {want[0].item():.4f}"
+        bad = ~torch.isclose(got.detach().to(want.dtype), want, atol=1e-9)
+        if not bad.any():
+            continue
+        if w == 1:
+            raise AssertionError(f"{where}: with w = 1 each step is covered by exactly "
+                                 "one patch, the one that starts there")
+        inner = bad[w - 1: n - w + 1]  # steps covered by all w patches
+        if inner.any():
+            raise AssertionError(f"{where}: steps far from both ends differ; step "
+                                 "t is covered by the w patches that start at "
+                                 "t-w+1, ..., t, and gets the mean of their scores")
+        raise AssertionError(f"{where}: only the first or last w-1 steps differ; those "
+                             "are covered by fewer than w patches, so divide by how "
+                             "many patches actually cover each step")
     return "all cases agree with the library's patch_scores_to_points"

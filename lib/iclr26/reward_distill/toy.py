@@ -7,6 +7,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from ..core import ExerciseVerdict, grade_exercise
+
 ALPHABET = "ACGT"
 VOCAB = 4
 MASK = 4
@@ -154,19 +156,32 @@ def distribution_stats(p: torch.Tensor, r: torch.Tensor, n_samples: int = 1000) 
 
 
 # --------------------------------------------------------------------------------------- exercise
-def check_soft_optimal(fn: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]) -> str:
-    """Check a student's ``fn(p, r, alpha) -> p*`` against :func:`soft_optimal` on random cases,
-    including a small α where a naive ``p * exp(r/α)`` overflows. Raises AssertionError with a hint."""
+def check_soft_optimal(fn: Callable[[torch.Tensor, torch.Tensor, float], torch.Tensor]
+                       ) -> ExerciseVerdict:
+    """Grade a student's ``fn(p, r, alpha) -> p*`` against :func:`soft_optimal` on
+    random cases, including a small α where a naive ``p * exp(r/α)`` overflows.
+
+    Returns an :class:`~iclr26.core.ExerciseVerdict`: "not done yet" on the stub,
+    "wrong: because ..." with a hint, or "correct: ...".
+    """
+    return grade_exercise(fn, _trial_soft_optimal)
+
+
+def _trial_soft_optimal(fn) -> str:
     gen = torch.Generator().manual_seed(0)
     for alpha in (2.0, 0.5, 1e-3):
         p = torch.rand(50, generator=gen, dtype=torch.float64) + 1e-3
         p = p / p.sum()
         r = torch.randint(0, 4, (50,), generator=gen).double()
-        got = fn(p, r, alpha)
-        if not isinstance(got, torch.Tensor) or got.shape != p.shape:
-            raise AssertionError(f"return a tensor of shape {tuple(p.shape)}")
-        if not torch.isfinite(got).all():
-            raise AssertionError(f"non-finite output at alpha={alpha}: work in log space (log p + r/alpha)")
-        if not torch.allclose(got.double(), soft_optimal(p, r, alpha), atol=1e-8):
-            raise AssertionError(f"wrong answer at alpha={alpha}: p* must be p·exp(r/alpha), normalised to sum 1")
-    return "correct: p* ∝ p·exp(r/α), stable for small α"
+        got = fn(p.clone(), r.clone(), alpha)
+        assert isinstance(got, torch.Tensor) and got.shape == p.shape, \
+            f"return a tensor of shape {tuple(p.shape)}, one probability per string"
+        assert torch.isfinite(got).all(), \
+            f"non-finite output at alpha={alpha}: exp(r/alpha) overflows; use log space"
+        total = got.double().sum().item()
+        assert abs(total - 1) < 1e-8, \
+            f"at alpha={alpha} the output sums to {total:.4g}, not 1"
+        assert torch.allclose(got.double(), soft_optimal(p, r, alpha), atol=1e-8), \
+            (f"wrong probabilities at alpha={alpha}: each string's weight is its "
+             "pretrained probability times exp(reward / alpha)")
+    return "p* ∝ p·exp(r/α), stable for small α"
