@@ -8,8 +8,8 @@ With no virtual environment (or conda env) active, both make ``.venv/`` here and
 Either way they install the exact versions of ``requirements-lock.txt`` (only when it changed)
 and this repository's ``iclr26`` package in editable mode.
 
-The seed sweep: ``python3 tasks.py seeds [CHAPTER ...] [--seeds 0-4]`` runs each chapter at each
-seed and records every claim's verdict per seed in results/sweeps/ (commit it; the tests fail
+The seed sweep: ``python3 tasks.py seeds [CHAPTER ...] [--seeds 0,1000,2000,3000,4000]`` runs
+each chapter at each seed and records every claim's verdict per seed in results/sweeps/ (commit it; the tests fail
 on an asserted claim without a fresh sweep).
 
 Helpers: ``python3 tasks.py scorecard`` regenerates book/scorecard.md and the README's chapter
@@ -110,8 +110,8 @@ def replace_between(text: str, marker: str, body: str) -> str:
 
 def scorecard() -> None:
     from iclr26.claims import chapters_in_toc, load_results
-    from iclr26.scorecard import (chapter_counts, chapter_hashes, chapter_status, is_stale,
-                                  load_sweeps, scorecard_markdown)
+    from iclr26.scorecard import (chapter_counts, chapter_hashes, chapter_status, load_sweeps,
+                                  scorecard_markdown, sweep_usable)
 
     chapters = chapters_in_toc(ROOT / "_toc.yml")
     results = load_results(ROOT / "results")
@@ -123,9 +123,8 @@ def scorecard() -> None:
 
     rows = ["| chapter | at `SCALE=\"ci\"`: recorded run and committed seed sweep |", "| --- | --- |"]
     for ch in chapters:
-        sweep = sweeps.get(ch)
-        stale = sweep is not None and is_stale(sweep, hashes[ch])
-        counts = chapter_counts(results.get((ch, "ci")), sweep, stale)
+        counts = chapter_counts(results.get((ch, "ci")), sweeps.get(ch),
+                                sweep_usable(sweeps.get(ch), hashes[ch]))
         rows.append(f"| [{chapter_title(ch)}](notebooks/{ch}.ipynb) | {chapter_status(counts)} |")
     readme = (ROOT / "README.md").read_text()
     readme = replace_between(readme, "chapters", "\n".join(rows))
@@ -176,9 +175,9 @@ def seeds(argv: list[str]) -> None:
     import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
-    from iclr26.scorecard import chapter_hashes, sweep_path, sweep_record
+    from iclr26.scorecard import DEFAULT_SWEEP_SEEDS, chapter_hashes, sweep_path, sweep_record
 
-    spec, names, jobs = "0-4", [], 2
+    spec, names, jobs = ",".join(map(str, DEFAULT_SWEEP_SEEDS)), [], 2
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -191,10 +190,11 @@ def seeds(argv: list[str]) -> None:
             else:
                 sys.exit(f"--jobs wants a positive integer, got {value!r}")
         elif a.startswith("-"):
-            sys.exit("usage: python3 tasks.py seeds [CHAPTER ...] [--seeds 0-4] [--jobs 2]")
+            sys.exit("usage: python3 tasks.py seeds [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] "
+                     "[--jobs 2]")
         else:
             names.append(a)
-    chapters, seed_list = resolve_chapters(names), parse_seeds(spec)
+    chapters, seed_list = list(dict.fromkeys(resolve_chapters(names))), parse_seeds(spec)
     hashes = {ch: chapter_hashes(ROOT, ch) for ch in chapters}
     work = [(ch, s) for ch in chapters for s in seed_list]
     tmp = Path(tempfile.mkdtemp(prefix="iclr26-seeds-"))
@@ -226,13 +226,14 @@ def seeds(argv: list[str]) -> None:
         wall = time.time() - start
         path = out / f"{ch}.ci.json"
         record = json.loads(path.read_text()) if path.exists() else None
-        error = None
+        error = warning = None
         every_claim_checked = bool(record) and all(c["held"] is not None for c in record["claims"])
         if rc != 0 and every_claim_checked:
             # Seen rarely: the kernel stops answering in a widget cell after every claim was
             # checked (a comm race in the executor, not a result). The record is complete.
-            print(f"[seeds] {ch} seed {seed}: papermill ended with {rc} after every claim was "
-                  "checked; the record is complete and kept", flush=True)
+            warning = (f"papermill ended with {rc} after every claim was checked (a later cell "
+                       "hung or failed); the record is complete and kept")
+            print(f"[seeds] {ch} seed {seed}: {warning}", flush=True)
         elif rc != 0:
             tail = (out / "log.txt").read_text().strip().splitlines()[-3:]
             error = f"papermill exited {rc}: " + " / ".join(t.strip() for t in tail)[-400:]
@@ -244,7 +245,7 @@ def seeds(argv: list[str]) -> None:
             what = "no record"
         print(f"[seeds] ({done[0]}/{len(work)}) {ch} seed {seed}: {what}, {wall:.0f} s"
               + (f" -- {error}" if error else ""), flush=True)
-        return {"seed": seed, "record": record, "error": error, "wall_s": wall}
+        return {"seed": seed, "record": record, "error": error, "warning": warning, "wall_s": wall}
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         runs = list(pool.map(one, work))
@@ -344,7 +345,7 @@ COMMANDS = {"build": build, "test": test, "scorecard": scorecard, "set-repo": se
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS or (sys.argv[1] != "seeds" and len(sys.argv) != 2):
         sys.exit(f"usage: python3 tasks.py {{{'|'.join(COMMANDS)}}}  "
-                 "(seeds takes [CHAPTER ...] [--seeds 0-4] [--jobs 2])")
+                 "(seeds takes [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] [--jobs 2])")
     if sys.argv[1] != "set-repo":
         ensure_env(sys.argv[1:])
     if sys.argv[1] == "seeds":

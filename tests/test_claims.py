@@ -95,9 +95,12 @@ def test_a_control_that_passes_fails_the_check(tmp_path):
     assert "control passes too" in log.summary()
 
 
-def test_a_nan_control_does_not_pass(tmp_path):
+def test_a_nan_control_backs_nothing_but_an_infinite_one_counts(tmp_path):
     log = ClaimLog("01-demo", claims(), scale="ci", seed=0, results_dir=tmp_path)
-    assert log.check("rank1", 1.0, control=float("nan")) == 1.0  # a diverged control fails
+    with pytest.raises(AssertionError, match="control .* is NaN"):
+        log.check("rank1", 1.0, control=float("nan"))  # a placeholder or broken control
+    assert "control is NaN" in log.summary()
+    assert log.check("rank1", 1.0, control=float("inf")) == 1.0  # e.g. a diverged loss
 
 
 def test_control_value_must_match_the_declaration(tmp_path):
@@ -183,6 +186,9 @@ def make_book(tmp_path, code="x = 1"):
     return tmp_path
 
 
+SEEDS = [0, 100, 200, 300, 400]
+
+
 def run_record(tmp_path, seed, rank1=1.0, control=4.0, gap=0.9, grad=0.0):
     log = ClaimLog("01-demo", claims(), scale="ci", seed=seed, results_dir=tmp_path / f"s{seed}",
                    raise_failures=False)
@@ -212,7 +218,7 @@ def test_hashes_follow_code_and_imported_modules_not_prose(tmp_path):
 def test_stale_sweep_is_detected(tmp_path):
     book = make_book(tmp_path)
     h = chapter_hashes(book, "01-demo")
-    runs = [{"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0} for s in range(5)]
+    runs = [{"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0} for s in SEEDS]
     sweep = sweep_record("01-demo", runs, h, wall_s=5.0)
     assert not is_stale(sweep, h) and sweep_problems("01-demo", sweep, h) == []
     (book / "lib" / "iclr26" / "demo.py").write_text("A = 2\n")
@@ -225,14 +231,37 @@ def test_missing_short_broken_and_failing_sweeps_are_problems(tmp_path):
     book = make_book(tmp_path)
     h = chapter_hashes(book, "01-demo")
     assert "no seed sweep" in sweep_problems("01-demo", None, h)[0]
-    runs = [{"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0} for s in range(3)]
+    runs = [{"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0} for s in SEEDS[:3]]
     assert any("at least 5" in p for p in sweep_problems("01-demo", sweep_record("01-demo", runs, h, 3), h))
-    runs = [{"seed": s, "record": run_record(tmp_path, s, rank1=1.5 if s == 3 else 1.0), "error": None,
-             "wall_s": 1.0} for s in range(5)]
-    runs[4] = {"seed": 4, "record": None, "error": "papermill exited 1: boom", "wall_s": 1.0}
-    problems = sweep_problems("01-demo", sweep_record("01-demo", runs, h, 5), h)
-    assert any("seed 4 broke" in p for p in problems)
-    assert any("'rank1' did not hold at seed(s) 3, 4 (held at 3/5)" in p for p in problems)
+    runs = [{"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0} for s in range(5)]
+    assert any("closer than 100" in p for p in sweep_problems("01-demo", sweep_record("01-demo", runs, h, 3), h))
+    runs = [{"seed": s, "record": run_record(tmp_path, s, rank1=1.5 if s == 300 else 1.0), "error": None,
+             "wall_s": 1.0} for s in SEEDS]
+    runs[4] = {"seed": 400, "record": None, "error": "papermill exited 1: boom", "wall_s": 1.0}
+    sweep = sweep_record("01-demo", runs, h, 5)
+    problems = sweep_problems("01-demo", sweep, h)
+    assert any("seed 400 broke" in p for p in problems)
+    assert any("'rank1' did not hold at seed(s) 300, 400 (held at 3/5)" in p for p in problems)
+    assert any("not the ones the notebook declares" in p
+               for p in sweep_problems("01-demo", sweep, h, declared_ids=["rank1", "gap"]))
+    empty = sweep_record("01-demo", [{"seed": s, "record": None, "error": None} for s in SEEDS], h, 1)
+    assert any("no claim" in p for p in sweep_problems("01-demo", empty, h))
+
+
+def test_a_sweep_verdict_is_recomputed_from_its_numbers(tmp_path):
+    book = make_book(tmp_path)
+    h = chapter_hashes(book, "01-demo")
+    runs = [{"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0} for s in SEEDS]
+    sweep = sweep_record("01-demo", runs, h, wall_s=5.0)
+    rank1 = next(c for c in sweep["claims"] if c["id"] == "rank1")
+    rank1["control_measured"][2] = 1.1  # a control that passes, with a stored verdict of "held"
+    assert rank1["held"][2] is True
+    assert any("'rank1' did not hold at seed(s) 200" in p for p in sweep_problems("01-demo", sweep, h))
+
+
+def test_a_record_of_another_seed_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="says seed 0"):
+        sweep_record("01-demo", [{"seed": 5, "record": run_record(tmp_path, 0)}], {}, 0.0)
 
 
 def test_a_missing_sweep_fails_the_test_command(tmp_path, monkeypatch):
@@ -254,23 +283,33 @@ def test_counts_and_summary_on_hand_made_records(tmp_path):
     reported = Claim("noise", "robust", measure="gap", op=">", threshold=0.0, role="paper",
                      kind="analogue", asserted=False)
     records = []
-    for s in range(5):
+    for s in SEEDS:
         log = ClaimLog("01-demo", claims() + [reported], scale="ci", seed=s,
                        results_dir=tmp_path / f"r{s}", raise_failures=False)
         log.check("rank1", 1.0, control=4.0)
         log.check("gap", 0.9)
         log.check("grad", 0.0)
-        log.check("noise", 1.0 if s in (1, 2) else -1.0)
+        log.check("noise", 1.0 if s in (100, 200) else -1.0)
         log.finish()
         records.append(json.loads(log.path.read_text()))
     sweep = sweep_record("01-demo", [{"seed": s, "record": r, "error": None, "wall_s": 2.0}
-                                     for s, r in enumerate(records)], h, wall_s=10.0)
-    counts = chapter_counts(records[0], sweep, stale=False)
+                                     for s, r in zip(SEEDS, records)], h, wall_s=10.0)
+    counts = chapter_counts(records[0], sweep, usable=True)
     assert counts == {"reproduced": 2, "reported": 1, "not reproduced": 0, "unverified": 0,
-                      "checks_passed": 1, "checks": 1, "paper": 3}
-    assert chapter_status(counts) == "2/3 paper claims reproduced, 1 reported; 1/1 checks passed"
-    # stale: nothing asserted counts as reproduced
-    assert chapter_counts(records[0], sweep, stale=True)["unverified"] == 2
+                      "checks_passed": 1, "checks": 1, "paper": 3, "without_control": 1}
+    assert chapter_status(counts) == ("2/3 paper claims reproduced (1 without a control), 1 reported; "
+                                      "1/1 checks passed")
+    # an unusable (stale, short, broken) sweep: nothing asserted counts as reproduced
+    assert chapter_counts(records[0], sweep, usable=False)["unverified"] == 2
+    # a recorded run from before roles, or with another threshold, is not backed by the sweep
+    old = {**records[0], "claims": [{k: v for k, v in c.items() if k != "role"} for c in records[0]["claims"]]}
+    assert chapter_counts(old, sweep, usable=True)["reproduced"] == 0
+    moved = {**records[0], "claims": [dict(c, threshold=9.0) if c["id"] == "rank1" else c
+                                      for c in records[0]["claims"]]}
+    assert chapter_counts(moved, sweep, usable=True)["unverified"] == 1
+    # a claim in the sweep that the recorded run lacks is counted, as unverified
+    fewer = {**records[0], "claims": records[0]["claims"][1:]}
+    assert chapter_counts(fewer, sweep, usable=True)["unverified"] == 1
     # a reported claim that never held is not reproduced
     never = dict(records[0]["claims"][3], held=False)
     assert classify_paper_claim(never, {"held": [False] * 5}, True) == "not reproduced"
@@ -278,10 +317,11 @@ def test_counts_and_summary_on_hand_made_records(tmp_path):
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(sweep))
     md = scorecard_markdown(["01-demo", "02-other"], {("01-demo", "ci"): records[0]},
-                            load_sweeps(tmp_path / "results"), {"01-demo": h})
+                            load_sweeps(tmp_path / "results"),
+                            {"01-demo": h, "02-other": chapter_hashes(book, "02-other")})
     summary = md.split("\n## ")[0]
-    assert "| [01-demo](#01-demo) | 2 of 3 | 1 | 0 | 0 | 1/1 |" in summary
-    assert "| **the book** | **2 of 3** |" in summary and "**1/2 chapters**" in summary
+    assert "| [01-demo](#01-demo) | 2 of 3 (1 without a control) | 1 | 0 | 0 | 1/1 |" in summary
+    assert "| **the book** | **2 of 3 (1 without a control)** |" in summary and "**1/2 chapters**" in summary
     chapter = md.split("## 01-demo")[1]
     assert "held at 2/5" in chapter and "held at 5/5" in chapter
     assert "Checks (not counted as reproductions)" in chapter

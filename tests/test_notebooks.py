@@ -138,3 +138,24 @@ def test_coding_exercise_is_an_honest_stub(path):
     test_file = ROOT / "tests" / f"test_{path.stem[3:].replace('-', '_')}.py"
     assert f'exercise_parts("{path.stem}"' in test_file.read_text(), \
         f"{test_file.name} must test the check function via exercise_parts({path.stem!r}, ...)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_exercise_checker_says_not_done_on_the_stub_and_correct_on_the_reference(path):
+    """The check function the exercise cell calls, run on the cell's own stub and on the hidden
+    reference solution (each chapter's own test adds a wrong answer)."""
+    import nbexercise
+
+    calls = []
+    for code in nbexercise.exercise_cells(path.stem):
+        for node in ast.walk(ast.parse(code)):
+            if (isinstance(node, ast.Call) and len(node.args) == 1 and isinstance(node.args[0], ast.Name)
+                    and "check" in ast.unparse(node.func)):
+                calls.append((ast.unparse(node.func), node.args[0].id))
+    assert calls, "the exercise cell must call the chapter's check function on the student's function"
+    for func, name in calls:
+        stub, reference, ns = nbexercise.exercise_parts(path.stem, name)
+        check = eval(func, vars(ns))
+        assert check(stub).status == "not done yet", f"{func}({name}) on the stub"
+        verdict = check(reference)
+        assert verdict.status == "correct", f"{func} on the reference solution: {verdict}"

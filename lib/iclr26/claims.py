@@ -102,9 +102,12 @@ class Claim:
             raise ValueError(f"claim id must be letters, digits, '-' or '_', got {self.id!r}")
         if self.op not in OPS:
             raise ValueError(f"{name}: op must be one of {list(OPS)}, got {self.op!r}")
+        if hasattr(self.threshold, "item") and getattr(self.threshold, "ndim", 1) == 0:
+            object.__setattr__(self, "threshold", self.threshold.item())  # a NumPy scalar
         if (isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float))
                 or not math.isfinite(self.threshold)):
-            raise TypeError(f"{name}: threshold must be a finite number, got {self.threshold!r}")
+            raise TypeError(f"{name}: threshold must be a finite int or float, got "
+                            f"{self.threshold!r} ({type(self.threshold).__name__})")
         if self.role not in ROLES:
             raise ValueError(f"{name}: role must be 'paper' (a claim of the paper) or 'check' "
                              f"(a derivation, identity, invariant or accounting), got {self.role!r}")
@@ -113,7 +116,8 @@ class Claim:
                              f"got {self.kind!r}")
         if self.role == "check" and self.kind not in (None, *KINDS):
             raise ValueError(f"{name}: kind must be None or one of {list(KINDS)}, got {self.kind!r}")
-        for field in ("control", "no_control", "text", "measure"):
+        for field in ("control", "no_control", "text", "measure", "paper", "paper_setting",
+                      "our_setting"):
             if not isinstance(getattr(self, field), str):
                 raise TypeError(f"{name}: {field} must be a str, got "
                                 f"{type(getattr(self, field)).__name__}")
@@ -178,7 +182,13 @@ def verdict(result: dict | None, asserted: bool = True) -> str:
         return "not run"
     if result["held"]:
         return "held" if asserted else "held (reported)"
-    why = " (control passes too)" if result.get("control_passes") and result.get("measured_passes") else ""
+    ctrl = result.get("control_measured")
+    if isinstance(ctrl, float) and math.isnan(ctrl):
+        why = " (control is NaN)"
+    elif result.get("control_passes") and result.get("measured_passes"):
+        why = " (control passes too)"
+    else:
+        why = ""
     return ("FAILED" if asserted else "not reproduced (reported)") + why
 
 
@@ -254,7 +264,10 @@ class ClaimLog:
         control_value = None if control is None else _as_number(control, "control")
         measured_passes = claim.passes(value)
         control_passes = claim.passes(control_value)
-        held = measured_passes and not control_passes
+        # A NaN control was not measured (a placeholder, a broken run): it backs nothing, so
+        # the claim cannot hold on it. (An infinite control, e.g. a diverged loss, is a value.)
+        control_invalid = control_value is not None and math.isnan(control_value)
+        held = measured_passes and not control_passes and not control_invalid
         self.results[claim_id] = {
             "measured": value, "control_measured": control_value,
             "measured_passes": measured_passes,
@@ -265,6 +278,9 @@ class ClaimLog:
         needed = f"needed {claim.op} {fmt(claim.threshold)}"
         if not held and claim.asserted and self.raise_failures:
             where = f"({self.chapter}, SCALE={self.scale!r}, SEED={self.seed})"
+            if control_invalid:
+                raise AssertionError(f"claim {claim_id!r} did not hold: its control "
+                                     f"({claim.control}) is NaN, so nothing was compared {where}")
             if not measured_passes:
                 raise AssertionError(f"claim {claim_id!r} did not hold: {claim.measure} = "
                                      f"{fmt(value)}, {needed} {where}")

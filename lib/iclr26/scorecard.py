@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,6 +27,10 @@ from typing import Sequence
 from .claims import cell, fmt, verdict
 
 MIN_SWEEP_SEEDS = 5
+# Chapters average over seeds derived from SEED (SEED, SEED + 1, ...), so sweep seeds 0, 1, 2
+# would share most of their runs. Seeds at least this far apart share none.
+MIN_SEED_GAP = 100
+DEFAULT_SWEEP_SEEDS = (0, 1000, 2000, 3000, 4000)
 SWEEP_SCALE = "ci"
 # Modules whose changes do not change what a chapter measures (bookkeeping, plotting, seeding
 # helpers shared by every chapter); a change to them does not make every sweep stale.
@@ -91,11 +96,15 @@ def sweep_record(chapter: str, runs: Sequence[dict], hashes: dict, wall_s: float
     seeds = [r["seed"] for r in runs]
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"each seed once, got {seeds}")
+    for r in runs:
+        if r["record"] is not None and r["record"].get("seed") != r["seed"]:
+            raise ValueError(f"the record of the run at seed {r['seed']} says seed "
+                             f"{r['record'].get('seed')}")
     declared: dict[str, dict] = {}
     for r in runs:
         for c in (r["record"] or {}).get("claims", []):
-            declared.setdefault(c["id"], {k: c.get(k) for k in
-                                          ("id", "role", "asserted", "op", "threshold", "control")})
+            declared.setdefault(c["id"], {k: c.get(k) for k in ("id", "role", "asserted", "op",
+                                                                 "threshold", "control", "no_control")})
     claims = []
     for cid, decl in declared.items():
         by_seed = []
@@ -109,7 +118,8 @@ def sweep_record(chapter: str, runs: Sequence[dict], hashes: dict, wall_s: float
     return {"chapter": chapter, "scale": scale, "seeds": seeds, "hashes": hashes,
             "ran_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "wall_s": wall_s,
-            "runs": [{"seed": r["seed"], "error": r.get("error"), "wall_s": r.get("wall_s"),
+            "runs": [{"seed": r["seed"], "error": r.get("error"), "warning": r.get("warning"),
+                      "wall_s": r.get("wall_s"),
                       "runtime_s": (r["record"] or {}).get("runtime_s")} for r in runs],
             "claims": claims}
 
@@ -141,12 +151,48 @@ def _seed_list(seeds: Sequence[int]) -> str:
     return ", ".join(map(str, seeds))
 
 
+def swept_held(claim: dict) -> list[bool | None]:
+    """A swept claim's verdict at each seed, recomputed from the stored values and threshold
+    (so a sweep cannot carry a verdict that its own numbers contradict): the value passes,
+    the control (if any) is a number and does not pass. ``None`` where the claim was not
+    reached."""
+    ops = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+           ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+    op, thr = ops[claim["op"]], claim["threshold"]
+    controls = claim.get("control_measured") or [None] * len(claim["measured"])
+    out: list[bool | None] = []
+    for value, ctrl in zip(claim["measured"], controls):
+        if value is None:
+            out.append(None)
+            continue
+        ok = not math.isnan(value) and op(value, thr)
+        if claim.get("control"):
+            ok = ok and ctrl is not None and not math.isnan(ctrl) and not op(ctrl, thr)
+        out.append(bool(ok))
+    return out
+
+
+def sweep_usable(sweep: dict | None, hashes: dict) -> bool:
+    """A sweep that can back a claim: present, fresh, enough well-separated seeds, no broken run."""
+    return (sweep is not None and not is_stale(sweep, hashes)
+            and len(sweep["seeds"]) >= MIN_SWEEP_SEEDS and _min_gap(sweep["seeds"]) >= MIN_SEED_GAP
+            and not any(r.get("error") for r in sweep["runs"]))
+
+
+def _min_gap(seeds: Sequence[int]) -> float:
+    s = sorted(seeds)
+    return min((b - a for a, b in zip(s, s[1:])), default=math.inf)
+
+
 def sweep_problems(chapter: str, sweep: dict | None, hashes: dict,
-                   min_seeds: int = MIN_SWEEP_SEEDS) -> list[str]:
+                   min_seeds: int = MIN_SWEEP_SEEDS, declared_ids: Sequence[str] | None = None
+                   ) -> list[str]:
     """What stops ``chapter``'s committed sweep from backing its asserted claims ([] if nothing).
 
-    A missing or stale sweep, fewer than ``min_seeds`` seeds, a seed whose run broke, or an
-    asserted claim (paper claim or check) that failed or was not reached at some seed.
+    A missing or stale sweep, fewer than ``min_seeds`` seeds or seeds closer than
+    :data:`MIN_SEED_GAP`, a seed whose run broke, claims other than the notebook declares
+    (``declared_ids``), or an asserted claim (paper claim or check) that failed or was not
+    reached at some seed.
     """
     again = f"run `python3 tasks.py seeds {chapter}` and commit results/sweeps/"
     if sweep is None:
@@ -159,18 +205,30 @@ def sweep_problems(chapter: str, sweep: dict | None, hashes: dict,
     if len(sweep["seeds"]) < min_seeds:
         problems.append(f"{chapter}: the sweep has {len(sweep['seeds'])} seeds, at least "
                         f"{min_seeds} are needed; {again}")
+    if _min_gap(sweep["seeds"]) < MIN_SEED_GAP:
+        problems.append(f"{chapter}: sweep seeds {_seed_list(sweep['seeds'])} are closer than "
+                        f"{MIN_SEED_GAP}, so they share the runs a chapter derives from SEED + k; "
+                        f"use e.g. --seeds {','.join(map(str, DEFAULT_SWEEP_SEEDS))}")
     for run in sweep["runs"]:
         if run.get("error"):
             problems.append(f"{chapter}: the run at seed {run['seed']} broke: {run['error']}")
+    if not sweep["claims"]:
+        problems.append(f"{chapter}: the sweep recorded no claim at any seed")
+    if declared_ids is not None:
+        swept = {c["id"] for c in sweep["claims"]}
+        if swept != set(declared_ids):
+            problems.append(f"{chapter}: the sweep's claims {sorted(swept)} are not the ones the "
+                            f"notebook declares {sorted(declared_ids)}; {again}")
     for c in sweep["claims"]:
         if not c.get("asserted", True):
             continue
-        bad = [s for s, h in zip(sweep["seeds"], c["held"]) if h is not True]
+        held = swept_held(c)
+        bad = [s for s, h in zip(sweep["seeds"], held) if h is not True]
         if bad:
-            k = sum(h is True for h in c["held"])
+            k = sum(h is True for h in held)
             problems.append(f"{chapter}: asserted {'paper claim' if c['role'] == 'paper' else 'check'} "
                             f"{c['id']!r} did not hold at seed(s) {_seed_list(bad)} (held at "
-                            f"{k}/{len(c['held'])}): fix it, or declare it reported (asserted=False) "
+                            f"{k}/{len(held)}): fix it, or declare it reported (asserted=False) "
                             "and say why where it is declared")
     return problems
 
@@ -189,8 +247,9 @@ def seeds_cell(sweep: dict | None, claim_id: str, stale: bool) -> str:
     c = _sweep_claim(sweep, claim_id)
     if c is None:
         return "no sweep"
-    k, n = sum(h is True for h in c["held"]), len(c["held"])
-    return f"held at {k}/{n}" + (" (stale sweep)" if stale else "")
+    held = swept_held(c)
+    k, n = sum(h is True for h in held), len(held)
+    return f"held at {k}/{n}" + (" (sweep cannot back it: stale, short or broken)" if stale else "")
 
 
 def classify_paper_claim(result: dict, sweep_claim: dict | None, sweep_fresh: bool) -> str:
@@ -199,10 +258,13 @@ def classify_paper_claim(result: dict, sweep_claim: dict | None, sweep_fresh: bo
     reproduced: asserted, held in the run and at every seed of a fresh sweep.
     reported: declared ``asserted=False`` and held at some seed (run or sweep), not all asserted.
     not reproduced: an asserted claim that failed somewhere, or a reported one that never held.
-    unverified: not run, or asserted without a fresh sweep behind it.
+    unverified: not run, or asserted without a usable sweep whose declaration of the claim
+        (role, asserted, op, threshold) matches the recorded run's.
     """
     held_run = result.get("held")
-    sweep_held = sweep_claim["held"] if (sweep_claim and sweep_fresh) else []
+    same = sweep_claim is not None and all(
+        sweep_claim.get(k) == result.get(k) for k in ("role", "asserted", "op", "threshold"))
+    sweep_held = swept_held(sweep_claim) if (same and sweep_fresh) else []
     if result.get("asserted", True):
         if held_run is False or any(h is False for h in sweep_held):
             return "not reproduced"
@@ -217,21 +279,35 @@ def classify_paper_claim(result: dict, sweep_claim: dict | None, sweep_fresh: bo
     return "unverified"
 
 
-def chapter_counts(record: dict | None, sweep: dict | None, stale: bool) -> dict:
-    """Counts of one chapter: paper claims by bin, checks passed and total."""
-    counts = {b: 0 for b in PAPER_BINS} | {"checks_passed": 0, "checks": 0, "paper": 0}
+def chapter_counts(record: dict | None, sweep: dict | None, usable: bool) -> dict:
+    """Counts of one chapter: paper claims by bin (and how many of the reproduced ones rest on
+    a no_control sentence rather than a control), checks passed and total. ``usable``: whether
+    the sweep can back claims (:func:`sweep_usable`). A row without a role (a run recorded
+    before roles existed) counts as an unverified paper claim; a claim in the sweep but not in
+    the recorded run counts as unverified too."""
+    counts = {b: 0 for b in PAPER_BINS} | {"checks_passed": 0, "checks": 0, "paper": 0,
+                                           "without_control": 0}
     if record is None:
         return counts
-    fresh = sweep is not None and not stale
     for c in record["claims"]:
         sc = _sweep_claim(sweep, c["id"])
-        if c.get("role", "paper") == "paper":
-            counts["paper"] += 1
-            counts[classify_paper_claim(c, sc, fresh)] += 1
-        else:
+        role = c.get("role")
+        if role == "check":
             counts["checks"] += 1
-            swept_ok = sc is None or not fresh or all(h is True for h in sc["held"])
-            counts["checks_passed"] += bool(c.get("held") is True and swept_ok)
+            ok = c.get("held") is True and (not c.get("asserted", True) or (
+                usable and sc is not None and all(h is True for h in swept_held(sc))))
+            counts["checks_passed"] += bool(ok)
+            continue
+        counts["paper"] += 1
+        verdict_bin = classify_paper_claim(c, sc, usable) if role == "paper" else "unverified"
+        counts[verdict_bin] += 1
+        counts["without_control"] += verdict_bin == "reproduced" and not c.get("control")
+    recorded = {c["id"] for c in record["claims"]}
+    for sc in (sweep or {}).get("claims", []):
+        if sc["id"] not in recorded:
+            key = "paper" if sc.get("role") == "paper" else "checks"
+            counts[key] += 1
+            counts["unverified"] += key == "paper"
     return counts
 
 
@@ -239,7 +315,8 @@ def chapter_status(counts: dict) -> str:
     """A chapter's counts in a few words, for the README."""
     if counts["paper"] + counts["checks"] == 0:
         return "not run"
-    parts = [f"{counts['reproduced']}/{counts['paper']} paper claims reproduced"]
+    parts = [f"{counts['reproduced']}/{counts['paper']} paper claims reproduced"
+             + (f" ({counts['without_control']} without a control)" if counts["without_control"] else "")]
     parts += [f"{counts[b]} {b}" for b in ("reported", "not reproduced", "unverified") if counts[b]]
     return ", ".join(parts) + f"; {counts['checks_passed']}/{counts['checks']} checks passed"
 
@@ -254,7 +331,7 @@ def _runtime(rec: dict | None) -> str:
 def _sweep_words(sweep: dict | None, stale: bool) -> str:
     if sweep is None:
         return "none"
-    return f"{len(sweep['seeds'])} ({_seed_list(sweep['seeds'])})" + (", STALE" if stale else "")
+    return f"{len(sweep['seeds'])} ({_seed_list(sweep['seeds'])})" + (", UNUSABLE" if stale else "")
 
 
 def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], dict],
@@ -265,22 +342,25 @@ def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], d
     head = ["| chapter | paper claims reproduced | reported | not reproduced | unverified | "
             "checks passed | run time | seeds swept |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    total = {b: 0 for b in PAPER_BINS} | {"checks_passed": 0, "checks": 0, "paper": 0}
+    total = {b: 0 for b in PAPER_BINS} | {"checks_passed": 0, "checks": 0, "paper": 0,
+                                          "without_control": 0}
     total_time, swept = 0.0, 0
     rows = []
     for ch in chapters:
         rec = results.get((ch, SWEEP_SCALE))
         sweep = sweeps.get(ch)
-        stale = sweep is not None and ch in hashes and is_stale(sweep, hashes[ch])
-        n = chapter_counts(rec, sweep, stale)
+        stale = sweep is not None and not sweep_usable(sweep, hashes[ch])
+        n = chapter_counts(rec, sweep, sweep_usable(sweep, hashes[ch]))
         for k in total:
             total[k] += n[k]
         total_time += (rec or {}).get("runtime_s") or 0.0
         swept += sweep is not None and not stale
-        rows.append(f"| [{ch}](#{ch}) | {n['reproduced']} of {n['paper']} | {n['reported']} | "
+        nc = f" ({n['without_control']} without a control)" if n["without_control"] else ""
+        rows.append(f"| [{ch}](#{ch}) | {n['reproduced']} of {n['paper']}{nc} | {n['reported']} | "
                     f"{n['not reproduced']} | {n['unverified']} | {n['checks_passed']}/{n['checks']} | "
                     f"{_runtime(rec)} | {_sweep_words(sweep, stale)} |")
-    rows.append(f"| **the book** | **{total['reproduced']} of {total['paper']}** | "
+    nc = f" ({total['without_control']} without a control)" if total["without_control"] else ""
+    rows.append(f"| **the book** | **{total['reproduced']} of {total['paper']}{nc}** | "
                 f"**{total['reported']}** | **{total['not reproduced']}** | **{total['unverified']}** | "
                 f"**{total['checks_passed']}/{total['checks']}** | **{total_time:.0f} s** | "
                 f"**{swept}/{len(chapters)} chapters** |")
@@ -292,7 +372,7 @@ def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], d
             lines.append("No recorded run: every claim of this chapter counts as *not run*.")
             continue
         sweep = sweeps.get(ch)
-        stale = sweep is not None and ch in hashes and is_stale(sweep, hashes[ch])
+        stale = sweep is not None and not sweep_usable(sweep, hashes[ch])
         for rec in recs:
             def seeds(claim_id: str, rec=rec) -> str:  # sweeps are at SCALE="ci" only
                 return seeds_cell(sweep, claim_id, stale) if rec["scale"] == SWEEP_SCALE else "—"
@@ -301,8 +381,8 @@ def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], d
             if rec["scale"] == SWEEP_SCALE:
                 line += f" · seed sweep: {_sweep_words(sweep, stale)}"
             lines += [line, ""]
-            paper = [c for c in rec["claims"] if c.get("role", "paper") == "paper"]
-            checks = [c for c in rec["claims"] if c.get("role", "paper") == "check"]
+            paper = [c for c in rec["claims"] if c.get("role") != "check"]
+            checks = [c for c in rec["claims"] if c.get("role") == "check"]
             if paper:
                 lines += ["Paper claims:", "",
                           "| claim | paper's figure | our figure | control | threshold | this run | "
