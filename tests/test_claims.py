@@ -320,7 +320,7 @@ def test_counts_and_summary_on_hand_made_records(tmp_path):
                             load_sweeps(tmp_path / "results"),
                             {"01-demo": h, "02-other": chapter_hashes(book, "02-other")})
     summary = md.split("\n## ")[0]
-    assert "| [01-demo](#01-demo) | 2 of 3 (1 without a control) | 1 | 0 | 0 | 1/1 |" in summary
+    assert "| 01-demo | 2 of 3 (1 without a control) | 1 | 0 | 0 | 1/1 |" in summary
     assert "| **the book** | **2 of 3 (1 without a control)** |" in summary and "**1/2 chapters**" in summary
     chapter = md.split("## 01-demo")[1]
     assert "held at 2/5" in chapter and "held at 5/5" in chapter

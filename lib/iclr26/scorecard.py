@@ -356,7 +356,7 @@ def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], d
         total_time += (rec or {}).get("runtime_s") or 0.0
         swept += sweep is not None and not stale
         nc = f" ({n['without_control']} without a control)" if n["without_control"] else ""
-        rows.append(f"| [{ch}](#{ch}) | {n['reproduced']} of {n['paper']}{nc} | {n['reported']} | "
+        rows.append(f"| {ch} | {n['reproduced']} of {n['paper']}{nc} | {n['reported']} | "
                     f"{n['not reproduced']} | {n['unverified']} | {n['checks_passed']}/{n['checks']} | "
                     f"{_runtime(rec)} | {_sweep_words(sweep, stale)} |")
     nc = f" ({total['without_control']} without a control)" if total["without_control"] else ""
