@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from .claims import cell, fmt, verdict
+from .claims import OPS, cell, fmt, verdict
 
 MIN_SWEEP_SEEDS = 5
 # Chapters average over seeds derived from SEED (SEED, SEED + 1, ...), so sweep seeds 0, 1, 2
@@ -156,9 +156,7 @@ def swept_held(claim: dict) -> list[bool | None]:
     (so a sweep cannot carry a verdict that its own numbers contradict): the value passes,
     the control (if any) is a number and does not pass. ``None`` where the claim was not
     reached."""
-    ops = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-           ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-    op, thr = ops[claim["op"]], claim["threshold"]
+    op, thr = OPS[claim["op"]], claim["threshold"]
     controls = claim.get("control_measured") or [None] * len(claim["measured"])
     out: list[bool | None] = []
     for value, ctrl in zip(claim["measured"], controls):
@@ -242,14 +240,14 @@ def _sweep_claim(sweep: dict | None, claim_id: str) -> dict | None:
     return next((c for c in sweep["claims"] if c["id"] == claim_id), None)
 
 
-def seeds_cell(sweep: dict | None, claim_id: str, stale: bool) -> str:
+def seeds_cell(sweep: dict | None, claim_id: str, unusable: bool) -> str:
     """E.g. "held at 5/5", "held at 3/5 (stale sweep)", "no sweep"."""
     c = _sweep_claim(sweep, claim_id)
     if c is None:
         return "no sweep"
     held = swept_held(c)
     k, n = sum(h is True for h in held), len(held)
-    return f"held at {k}/{n}" + (" (sweep cannot back it: stale, short or broken)" if stale else "")
+    return f"held at {k}/{n}" + (" (sweep cannot back it: stale, short or broken)" if unusable else "")
 
 
 def classify_paper_claim(result: dict, sweep_claim: dict | None, sweep_fresh: bool) -> str:
@@ -328,10 +326,10 @@ def _runtime(rec: dict | None) -> str:
     return "—" if rec is None or rec.get("runtime_s") is None else f"{rec['runtime_s']:.0f} s"
 
 
-def _sweep_words(sweep: dict | None, stale: bool) -> str:
+def _sweep_words(sweep: dict | None, unusable: bool) -> str:
     if sweep is None:
         return "none"
-    return f"{len(sweep['seeds'])} ({_seed_list(sweep['seeds'])})" + (", UNUSABLE" if stale else "")
+    return f"{len(sweep['seeds'])} ({_seed_list(sweep['seeds'])})" + (", UNUSABLE" if unusable else "")
 
 
 def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], dict],
@@ -349,16 +347,16 @@ def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], d
     for ch in chapters:
         rec = results.get((ch, SWEEP_SCALE))
         sweep = sweeps.get(ch)
-        stale = sweep is not None and not sweep_usable(sweep, hashes[ch])
-        n = chapter_counts(rec, sweep, sweep_usable(sweep, hashes[ch]))
+        usable = sweep_usable(sweep, hashes[ch])
+        n = chapter_counts(rec, sweep, usable)
         for k in total:
             total[k] += n[k]
         total_time += (rec or {}).get("runtime_s") or 0.0
-        swept += sweep is not None and not stale
+        swept += usable
         nc = f" ({n['without_control']} without a control)" if n["without_control"] else ""
         rows.append(f"| {ch} | {n['reproduced']} of {n['paper']}{nc} | {n['reported']} | "
                     f"{n['not reproduced']} | {n['unverified']} | {n['checks_passed']}/{n['checks']} | "
-                    f"{_runtime(rec)} | {_sweep_words(sweep, stale)} |")
+                    f"{_runtime(rec)} | {_sweep_words(sweep, sweep is not None and not usable)} |")
     nc = f" ({total['without_control']} without a control)" if total["without_control"] else ""
     rows.append(f"| **the book** | **{total['reproduced']} of {total['paper']}{nc}** | "
                 f"**{total['reported']}** | **{total['not reproduced']}** | **{total['unverified']}** | "
@@ -372,14 +370,14 @@ def scorecard_markdown(chapters: Sequence[str], results: dict[tuple[str, str], d
             lines.append("No recorded run: every claim of this chapter counts as *not run*.")
             continue
         sweep = sweeps.get(ch)
-        stale = sweep is not None and not sweep_usable(sweep, hashes[ch])
+        unusable = sweep is not None and not sweep_usable(sweep, hashes[ch])
         for rec in recs:
             def seeds(claim_id: str, rec=rec) -> str:  # sweeps are at SCALE="ci" only
-                return seeds_cell(sweep, claim_id, stale) if rec["scale"] == SWEEP_SCALE else "—"
+                return seeds_cell(sweep, claim_id, unusable) if rec["scale"] == SWEEP_SCALE else "—"
 
             line = f"`SCALE=\"{rec['scale']}\"` · seed {rec['seed']} · run time {_runtime(rec)}"
             if rec["scale"] == SWEEP_SCALE:
-                line += f" · seed sweep: {_sweep_words(sweep, stale)}"
+                line += f" · seed sweep: {_sweep_words(sweep, unusable)}"
             lines += [line, ""]
             paper = [c for c in rec["claims"] if c.get("role") != "check"]
             checks = [c for c in rec["claims"] if c.get("role") == "check"]
