@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 
-from .core import ExerciseVerdict, grade_exercise
+from ..core import ExerciseVerdict, grade_exercise
 
 __all__ = [
     "grid_points", "antidiagonal_points", "threshold_splits", "enumerate_trees", "tree_count_formula",
@@ -72,6 +72,8 @@ def _check_points(X: torch.Tensor) -> None:
         raise ValueError(f"X must have shape (n, D) with n, D >= 1, got {tuple(X.shape)}")
     if not X.is_floating_point():
         raise TypeError(f"X must be a floating tensor, got dtype {X.dtype}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError("X must be finite: it holds NaN or infinite coordinates")
 
 
 def threshold_splits(X: torch.Tensor) -> list[torch.Tensor]:
@@ -179,6 +181,9 @@ def tree_count_formula(k: int) -> int:
 def _check_class(P: torch.Tensor, h: torch.Tensor | None = None) -> None:
     if not isinstance(P, torch.Tensor) or P.dtype != torch.bool or P.ndim != 2:
         raise TypeError("P must be a bool tensor of shape (H, n) (rows = hypotheses' labels on the pool)")
+    if P.shape[0] == 0 or P.shape[1] == 0:
+        raise ValueError(f"P must have at least one hypothesis and one pool point, got shape "
+                         f"{tuple(P.shape)}")
     if h is not None:
         if not isinstance(h, torch.Tensor) or h.dtype != torch.bool or h.shape != (P.shape[1],):
             raise TypeError(f"the target must be a bool tensor of shape ({P.shape[1]},), got "
@@ -198,6 +203,11 @@ def hamming_to(P: torch.Tensor, h: torch.Tensor, chunk: int = 16384) -> torch.Te
 
 def hamming_to_columns(by_point: torch.Tensor, h: torch.Tensor, chunk: int = 64) -> torch.Tensor:
     """:func:`hamming_to` for a transposed class matrix by_point (n, H): returns (H,) int64."""
+    if not isinstance(by_point, torch.Tensor) or by_point.dtype != torch.bool or by_point.ndim != 2:
+        raise TypeError("by_point must be a bool tensor of shape (n, H) (a transposed class matrix)")
+    if not isinstance(h, torch.Tensor) or h.dtype != torch.bool or h.shape != (by_point.shape[0],):
+        raise TypeError(f"h must be a bool tensor of shape ({by_point.shape[0]},), got "
+                        f"{getattr(h, 'dtype', type(h).__name__)} {tuple(getattr(h, 'shape', ()))}")
     v = (1 - 2 * h.to(torch.float32))  # (n,)
     acc = torch.zeros(by_point.shape[1], dtype=torch.float32, device=by_point.device)
     for i in range(0, by_point.shape[0], chunk):
@@ -261,12 +271,15 @@ def disagreement_coefficient(P: torch.Tensor, hstar: torch.Tensor, r0: float | N
     theta(r0) = sup_{r >= r0} P(DIS(B(h*, r))) / r, with B(h*, r) = {h : dist(h, h*) <= r} and
     DIS(V) = {x : some h, h' in V disagree on x}. Default r0 = 1/n, the smallest non-zero distance.
 
-    P: (H, n) bool, hstar: (n,) bool. Returns (theta, rho) with rho of shape (n,) as in
-    :func:`disagreement_radius`.
+    P: (H, n) bool, hstar: (n,) bool, a row of P (ValueError otherwise). Returns (theta, rho)
+    with rho of shape (n,) as in :func:`disagreement_radius`.
     """
     _check_class(P, hstar)
     n = P.shape[1]
     r0 = 1.0 / n if r0 is None else r0
+    if int(hamming_to(P, hstar).min()) != 0:  # P(DIS(B(h*, r))) = P(rho <= r) needs h* in B
+        raise ValueError("hstar must be a row of P (the target must lie in the class); for a "
+                         "target outside it, disagreement_radius still gives rho")
     rho = disagreement_radius(P, hstar)
     theta, _ = theta_from_radius(rho, r0)
     return theta, rho
@@ -352,7 +365,8 @@ def cal_active_learn(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: tor
 
     Outside the disagreement region every live hypothesis gives the same label, so it is inferred
     for free. In the realisable case (y is a row of P) every label CAL holds is correct and the
-    final version space agrees with y on the whole pool: zero error.
+    final version space agrees with y on the whole pool: zero error. Labels no hypothesis
+    produces raise ValueError (an empty version space, or survivors with non-zero error).
 
     P: (H, n) bool (or a :class:`VersionSpace` of it, which is reset), y: (n,) bool true labels,
     order: (n,) permutation. Returns (labels asked, queried mask (n,) bool, final live mask (H,)).
@@ -367,10 +381,17 @@ def cal_active_learn(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: tor
         # else: every h in V agrees on x, the label is known without asking
     if vs.n_alive == 0:
         raise ValueError("y is not realisable: the version space became empty")
+    # The survivors agree with every label CAL asked for; on a skipped point they agree with
+    # one another, and with y only if y is realisable. Check it (y is at hand): no silent
+    # survivor with non-zero error.
+    if int(hamming_to_columns(vs.by_point[:, vs.alive_idx], y).max()) != 0:
+        raise ValueError("y is not realisable by this class: CAL inferred some skipped labels "
+                         "wrongly (use robust_cal for noisy labels)")
     return int(queried.sum()), queried, vs.alive
 
 
-def passive_labels_to_collapse(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Tensor) -> int:
+def passive_labels_to_collapse(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Tensor,
+                               chunk: int = 64) -> int:
     """Labels random sampling needs before the version space collapses onto y's behaviour.
 
     Label the pool in ``order`` (a random order = passive learning). The version space has
@@ -378,20 +399,27 @@ def passive_labels_to_collapse(P: torch.Tensor | VersionSpace, y: torch.Tensor, 
     exact; this returns the number of labels at which that first happens.
 
     P: (H, n) bool (or a :class:`VersionSpace`), y: (n,) bool, a behaviour of the class;
-    order: (n,) permutation. Returns an int in [0, n].
+    order: (n,) permutation. Returns an int in [0, n]. Closed form, one pass over the points
+    in chunks (no per-label host sync).
     """
     vs = _space(P)
-    _check_labels(vs.n_points, y, order)
-    n_perfect = int((hamming_to_columns(vs.by_point, y) == 0).sum())  # hypotheses with zero pool error
-    if n_perfect == 0:
+    n = vs.n_points
+    _check_labels(n, y, order)
+    # Closed form: hypothesis h leaves the version space at the first position of the stream
+    # where it disagrees with y; the space has collapsed once every hypothesis with non-zero
+    # error has left, i.e. after max_h (first disagreement of h) labels.
+    dev = vs.by_point.device
+    pos = torch.empty(n, dtype=torch.float32, device=dev)
+    pos[order.to(dev)] = torch.arange(1, n + 1, dtype=torch.float32, device=dev)
+    first = torch.full((vs.n_hypotheses,), math.inf, device=dev)  # (H,)
+    for i in range(0, n, chunk):  # chunks of points: earliest disagreement of each h so far
+        diff = vs.by_point[i:i + chunk] ^ y[i:i + chunk, None].to(dev)  # (c, H)
+        pos_c = torch.where(diff, pos[i:i + chunk, None], math.inf)
+        first = torch.minimum(first, pos_c.min(0).values)
+    perfect = torch.isinf(first)  # (H,) zero pool error: never disagrees
+    if not bool(perfect.any()):
         raise ValueError("y is not realisable: no hypothesis in P labels the pool as y does")
-    if vs.n_alive == n_perfect:
-        return 0
-    for m, i in enumerate(order.tolist(), start=1):
-        vs.update(i, bool(y[i]))  # zero-error hypotheses are never removed...
-        if vs.n_alive == n_perfect:  # ...so the space has collapsed when only they are left
-            return m
-    raise AssertionError("unreachable: after every label only zero-error hypotheses remain")
+    return 0 if bool(perfect.all()) else int(first[~perfect].max())
 
 
 # ----------------------------------------------------------------------------------------------
