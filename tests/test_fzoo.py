@@ -259,7 +259,7 @@ def test_check_function_accepts_the_right_answer_and_rejects_wrong_ones():
     good = lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr)
     assert check_fzoo_update(good).status == "correct"
     flipped = check_fzoo_update(lambda l0, losses, u, lr: -good(l0, losses, u, lr))
-    assert flipped.status == "wrong" and "sign" in flipped
+    assert flipped.status == "wrong" and "uphill" in flipped
     sample = lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr,
                                                                std_mode="sample")
     assert check_fzoo_update(sample).status == "wrong"

@@ -26,6 +26,8 @@ def fzoo_update_from_losses(l0: torch.Tensor, losses: torch.Tensor, directions: 
         raise ValueError(f"expected l0 (...,), losses (..., N), directions (..., N, d); got "
                          f"{tuple(l0.shape)}, {tuple(losses.shape)}, {tuple(directions.shape)}")
     n = losses.shape[-1]
+    if n < 2:  # the std of one loss is 0: the step would silently be zero
+        raise ValueError(f"FZOO needs N >= 2 perturbed losses (a std needs two), got N = {n}")
     sigma = losses.std(dim=-1, correction=0 if std_mode == "population" else 1, keepdim=True)  # (..., 1)
     coeffs = (losses - l0.unsqueeze(-1)) / (n * sigma)                                          # (..., N)
     coeffs = torch.where(sigma > 0, coeffs, torch.zeros_like(coeffs))

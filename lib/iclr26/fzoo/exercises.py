@@ -43,20 +43,23 @@ def check_fzoo_update(fn: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, fl
             out = out.double()
             want = fzoo_update_from_losses(l0, losses, u, lr)
             if torch.allclose(out, -want, rtol=1e-6, atol=1e-12):
-                raise AssertionError("wrong sign: Δ is the change of θ, so it is "
-                                     "−η·(estimate)")
+                raise AssertionError("the step points uphill: Δ is the change of θ, and "
+                                     "it should lower the loss")
             sample = fzoo_update_from_losses(l0, losses, u, lr, std_mode="sample")
             if torch.allclose(out, sample, rtol=1e-6, atol=1e-12):
-                raise AssertionError("close: use the population std (divide by N, "
-                                     "correction=0), as the official code does")
+                raise AssertionError("close: the direction is right but the length is off "
+                                     "by a constant factor; compare your σ with the one in "
+                                     "the definition of the update")
             if not torch.allclose(out, want, rtol=1e-6, atol=1e-12):
                 raise AssertionError(
-                    f"Δ differs from FZOO's rule by up to {(out - want).abs().max():.3g}. "
-                    "Hint: one-sided differences l_i − l_0, divided by N·σ")
+                    f"Δ differs from FZOO's rule by up to {(out - want).abs().max():.3g} "
+                    f"(N = {len(losses)}, d = {d}); reread the definition: what is each "
+                    "perturbed loss compared with, and what sets the step's scale?")
             shifted = fn(3.0 * l0 + 5.0, 3.0 * losses + 5.0, u.clone(), lr)
             if not torch.allclose(shifted.double(), want, rtol=1e-6, atol=1e-12):
                 raise AssertionError("Δ changed when the loss became 3·L + 5; FZOO's step "
-                                     "must not depend on the loss's scale or shift")
+                                     "must not depend on the loss's scale or shift. Which "
+                                     "quantities in your update change with them?")
         return "all 5 cases and the scale/shift invariance agree with FZOO's rule"
 
     return grade_exercise(fn, trial)

@@ -113,6 +113,9 @@ def passes_to_reach(passes: torch.Tensor, loss: torch.Tensor, target: float) -> 
     return float(passes[hit[0, 0]]) if hit.numel() else math.inf
 
 
+METHODS = ("fzoo", "fzoo-nostd", "mezo", "adam")
+
+
 # ----------------------------------------------------------------------------------------------
 # Many runs at once: R independent runs (seeds × learning rates) as one batched computation
 # ----------------------------------------------------------------------------------------------
@@ -144,20 +147,51 @@ def flat_mlp_loss(model: FlatMLP, theta: torch.Tensor, x: torch.Tensor, y: torch
     return -logp.gather(-1, idx).squeeze(-1).mean(-1)                    # (R, K)
 
 
+def _check_int(name: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def _check_runs(theta: torch.Tensor, lr: torch.Tensor, eps: float) -> None:
+    if not torch.is_tensor(theta) or theta.dim() != 2:
+        raise ValueError(f"theta must be a (R, d) tensor, got {getattr(theta, 'shape', type(theta))}")
+    if not torch.is_tensor(lr) or lr.shape != theta.shape[:1]:
+        raise ValueError(f"lr must be a (R,) tensor for theta (R={theta.shape[0]}, d), got "
+                         f"{getattr(lr, 'shape', type(lr).__name__)}")
+    if not bool(torch.isfinite(lr).all()) or bool((lr < 0).any()):
+        raise ValueError("lr must be finite and >= 0 for every run")
+    if not (isinstance(eps, (int, float)) and not isinstance(eps, bool) and eps > 0
+            and math.isfinite(eps)):
+        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+
+
 def fzoo_multi_step(loss_fn: Callable[[torch.Tensor], torch.Tensor], theta: torch.Tensor, lr: torch.Tensor,
                     eps: float, n_perturb: int, generator: torch.Generator | None = None,
-                    std_mode: str = "population", u: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                    std_mode: str = "population", u: torch.Tensor | None = None,
+                    normalise: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """One FZOO step for R independent runs. loss_fn: (R, K, d) → (R, K); theta: (R, d); lr: (R,).
 
     ``u`` (R, N, d) may be given (to replay :class:`FZOO`'s perturbations); else it is drawn.
     Costs ``N + 1`` forward passes per run. Returns (new theta (R, d), l_0 (R,)).
+
+    ``normalise=False`` is the ablation of FZOO's σ: the same N one-sided differences averaged
+    into a plain gradient estimate, ``Δ = −η Σ_i (l_i − l_0)/(N ε) · u_i`` (its step grows with
+    the loss's scale, as MeZO's does).
     """
+    _check_runs(theta, lr, eps)
     r, d = theta.shape
     if u is None:
+        _check_int("n_perturb", n_perturb, 2)
         u = rademacher((r, n_perturb, d), generator, theta.device, theta.dtype)      # (R, N, d)
+    if u.dim() != 3 or u.shape[0] != r or u.shape[2] != d or u.shape[1] < 2:
+        raise ValueError(f"u must be (R={r}, N >= 2, d={d}), got {tuple(u.shape)}")
     losses = loss_fn(theta.unsqueeze(1) + eps * u)                                     # (R, N)  l_i
     l0 = loss_fn(theta.unsqueeze(1))[:, 0]                                             # (R,)    l_0
-    step = fzoo_update_from_losses(l0, losses, u, 1.0, std_mode)                       # (R, d)  −Σ c_i u_i
+    if normalise:
+        step = fzoo_update_from_losses(l0, losses, u, 1.0, std_mode)                   # (R, d)  −Σ c_i u_i
+    else:
+        coeffs = (losses - l0.unsqueeze(-1)) / (u.shape[1] * eps)                      # (R, N)
+        step = -torch.einsum("rn,rnd->rd", coeffs, u)                                  # (R, d)
     return theta + lr.unsqueeze(-1) * step, l0
 
 
@@ -165,6 +199,7 @@ def mezo_multi_step(loss_fn: Callable[[torch.Tensor], torch.Tensor], theta: torc
                     eps: float, generator: torch.Generator | None = None,
                     z: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """One MeZO step for R independent runs (2 forward passes each). Returns (new theta, L(θ+εz))."""
+    _check_runs(theta, lr, eps)
     r, d = theta.shape
     if z is None:
         z = torch.randn((r, d), generator=generator, device=theta.device, dtype=theta.dtype)  # (R, d)
@@ -177,11 +212,14 @@ def train_many(method: str, model: FlatMLP, theta0: torch.Tensor, lr: torch.Tens
                y: torch.Tensor, batch_size: int, budget: int, eval_every: int, generator: torch.Generator,
                eps: float = 1e-3, n_perturb: int = 8, backward_cost: int = 2,
                diverge_factor: float = 10.0) -> dict:
-    """Train R runs of ``method`` ("fzoo", "mezo" or "adam") side by side, counting forward passes.
+    """Train R runs of ``method`` side by side, counting forward passes.
+
+    ``method``: "fzoo", "mezo", "adam", or "fzoo-nostd" (FZOO's N one-sided differences without
+    the division by σ: the ablation of FZOO's normalisation, same cost as FZOO).
 
     theta0: (R, d) initial parameters, lr: (R,), x: (n, d_in), y: (n,). Each run draws its own
     minibatches of ``batch_size`` (uniformly, with replacement). FZOO costs N + 1 passes per step,
-    MeZO 2, Adam (true gradients) 1 + ``backward_cost``. The full-data loss of every run is logged every
+    MeZO 2, Adam (true gradients) 1 + ``backward_cost``; ``budget`` must buy at least one step. The full-data loss of every run is logged every
     ``eval_every`` passes (not charged). A run whose loss turns non-finite or exceeds
     ``diverge_factor`` × its initial loss is frozen and marked diverged. ``generator`` must live on
     ``theta0``'s device (it draws the minibatches and the perturbations).
@@ -189,12 +227,28 @@ def train_many(method: str, model: FlatMLP, theta0: torch.Tensor, lr: torch.Tens
     Returns ``{"passes": (k,), "loss": (k, R) float64 (inf after divergence), "diverged": (R,) bool,
     "theta": (R, d) final parameters}``.
     """
-    if method not in ("fzoo", "mezo", "adam"):
-        raise ValueError(f"method must be 'fzoo', 'mezo' or 'adam', got {method!r}")
-    if theta0.dim() != 2 or lr.shape != theta0.shape[:1]:
-        raise ValueError(f"theta0 must be (R, d) and lr (R,), got {tuple(theta0.shape)}, {tuple(lr.shape)}")
-    per_step = {"fzoo": n_perturb + 1, "mezo": 2, "adam": 1 + backward_cost}[method]
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    if not isinstance(model, FlatMLP):
+        raise TypeError(f"model must be a FlatMLP, got {type(model).__name__}")
+    _check_runs(theta0, lr, eps)
+    if theta0.shape[1] != model.theta.numel():
+        raise ValueError(f"theta0 must be (R, d={model.theta.numel()}), got {tuple(theta0.shape)}")
+    if x.dim() != 2 or y.shape != x.shape[:1] or x.shape[0] < 1:
+        raise ValueError(f"x must be (n >= 1, d_in) and y (n,), got {tuple(x.shape)}, {tuple(y.shape)}")
+    for name, value, low in [("batch_size", batch_size, 1), ("budget", budget, 1),
+                             ("eval_every", eval_every, 1), ("n_perturb", n_perturb, 2),
+                             ("backward_cost", backward_cost, 0)]:
+        _check_int(name, value, low)  # n_perturb = 1 would give σ = 0 and a frozen run
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if not (isinstance(diverge_factor, (int, float)) and diverge_factor > 0):
+        raise ValueError(f"diverge_factor must be a number > 0, got {diverge_factor!r}")
+    per_step = {"fzoo": n_perturb + 1, "fzoo-nostd": n_perturb + 1, "mezo": 2,
+                "adam": 1 + backward_cost}[method]
     steps = budget // per_step
+    if steps < 1:
+        raise ValueError(f"budget {budget} buys no step of {method} ({per_step} passes each)")
     r, n = theta0.shape[0], x.shape[0]
     full = lambda th: flat_mlp_loss(model, th.unsqueeze(1), x.unsqueeze(0), y.unsqueeze(0))[:, 0]  # (R,)
     theta = theta0.detach().clone()
@@ -223,8 +277,9 @@ def train_many(method: str, model: FlatMLP, theta0: torch.Tensor, lr: torch.Tens
                 new = (rows[0] if len(rows) == 1 else torch.stack(rows)).detach()
         else:
             with torch.no_grad():
-                if method == "fzoo":
-                    new, _ = fzoo_multi_step(loss_fn, theta, lr, eps, n_perturb, generator)
+                if method in ("fzoo", "fzoo-nostd"):
+                    new, _ = fzoo_multi_step(loss_fn, theta, lr, eps, n_perturb, generator,
+                                             normalise=method == "fzoo")
                 else:
                     new, _ = mezo_multi_step(loss_fn, theta, lr, eps, generator)
         with torch.no_grad():
