@@ -152,11 +152,15 @@ def test_centroid_and_karcher_mean():
     assert on_manifold_err(mu.unsqueeze(0), k) < 1e-12
     centred = L.boost_to_origin(mu, x, k)
     assert centred.mean(0)[1:].abs().max() < 1e-10                               # centroid of centred = o
-    km = L.karcher_mean(x, k, iters=50)
+    km = L.karcher_mean(x, k, tol=1e-11)
     assert L.logmap0(L.boost_to_origin(km, x, k), k).mean(0).abs().max() < 1e-8  # first-order condition
 
 
-@pytest.mark.parametrize("cls", [L.GyroLBN, L.GyroBN, L.LorentzBatchNorm])
+def _lbn_rms(dim, k):
+    return L.LorentzBatchNorm(dim, k, dispersion="rms")
+
+
+@pytest.mark.parametrize("cls", [L.GyroLBN, L.GyroBN, _lbn_rms])
 def test_batch_norms_normalise(cls):
     k = 0.7
     bn = cls(4, k).double()
@@ -175,14 +179,33 @@ def test_batch_norms_normalise(cls):
     assert bn(x).shape == x.shape
 
 
-def test_gyrolbn_equals_lbn_in_exact_arithmetic():
+def test_gyrolbn_equals_lbn_only_with_the_rms_statistic():
+    # log/transport/exp is the boost: with GyroLBN's Frechet-variance statistic the two are the
+    # same function; HCNN's LBN normalises the mean distance instead, a different layer.
     k = 1.2
-    a, b = L.GyroLBN(4, k).double(), L.LorentzBatchNorm(4, k).double()
+    a = L.GyroLBN(4, k).double()
+    b = L.LorentzBatchNorm(4, k, dispersion="rms").double()
+    c = L.LorentzBatchNorm(4, k).double()
     with torch.no_grad():
         a.bias.normal_(), a.gamma.fill_(1.4)
-        b.bias.copy_(a.bias), b.gamma.copy_(a.gamma)
+        for m in (b, c):
+            m.bias.copy_(a.bias), m.gamma.copy_(a.gamma)
     x = points(n=50, k=k, seed=10)
     assert torch.allclose(a(x), b(x), atol=1e-9)
+    assert not torch.allclose(a(x), c(x), atol=1e-3)
+
+
+def test_hcnn_lbn_sets_the_mean_distance():
+    k = 0.7
+    bn = L.LorentzBatchNorm(4, k).double()
+    with torch.no_grad():
+        bn.gamma.fill_(0.6), bn.bias.normal_()
+    x = points(n=128, k=k, scale=1.5, seed=9)
+    out = bn(x)
+    assert on_manifold_err(out, k) < 1e-9
+    back = L.boost_to_origin(L.expmap0(bn.bias, k), out, k)
+    s = L.dist(L.lorentz_centroid(x, k), x, k).mean()
+    assert abs(L.dist0(back, k).mean() - 0.6 * s / (s + bn.eps)) < 1e-8
 
 
 # -- concat, activation, dropout, conv, models -------------------------------------------------
