@@ -13,6 +13,7 @@ list [W_1, …, W_L] in the order they act, so ``W = factors[-1] @ … @ factors
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import torch
@@ -170,22 +171,46 @@ class History:
     final_step: int
 
 
+class DivergenceError(ValueError):
+    """Gradient descent produced a non-finite loss: the step size is too large for the problem."""
+
+
 def train_gd(factors: list[Tensor], M: Tensor, mask: Tensor, lr: float = 0.05, max_steps: int = 100_000,
              tol: float = 1e-8, record_every: int = 100) -> tuple[list[Tensor], History]:
     """Plain gradient descent W_k ← W_k − lr ∂L/∂W_k on all R runs at once.
 
-    factors: [W_1, …, W_L], each (R, n, n), not modified in place. M and mask: (n, n) or (R, n, n).
-    Stops once every run's loss is below ``tol`` (checked every ``record_every`` steps) or after
-    ``max_steps``. Returns the final factors and a :class:`History`.
+    factors: [W_1, …, W_L], each (R, n, n), not modified in place. M and mask: (n, n) or (R, n, n),
+    of the factors' dtype and device. Stops once every run's loss is below ``tol`` (checked every
+    ``record_every`` steps) or after ``max_steps``. Returns the final factors and a
+    :class:`History`. Raises :class:`DivergenceError` (a ``ValueError``) as soon as a recorded
+    loss is not finite, naming the step and the learning rate, instead of failing later inside
+    the SVD.
     """
-    if not factors or any(F.ndim != 3 or F.shape != factors[0].shape for F in factors):
-        raise ValueError("factors must be a non-empty list of equally shaped (R, n, n) tensors")
-    n = factors[0].shape[-1]
+    _check_factors(factors)
+    R, n = factors[0].shape[0], factors[0].shape[-1]
+    ref = factors[0]
     for name, t in (("M", M), ("mask", mask)):
-        if t.shape[-2:] != (n, n) or t.ndim not in (2, 3):
-            raise ValueError(f"{name} must be (n, n) or (R, n, n) with n={n}, got {tuple(t.shape)}")
-    if lr <= 0 or max_steps < 1 or record_every < 1:
-        raise ValueError("lr must be > 0, max_steps and record_every >= 1")
+        if not torch.is_tensor(t):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.ndim not in (2, 3) or t.shape[-2:] != (n, n) or (t.ndim == 3 and t.shape[0] != R):
+            raise ValueError(f"{name} must be (n, n) or (R, n, n) with R={R} runs and n={n}, "
+                             f"got {tuple(t.shape)}")
+        if t.dtype != ref.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but the factors are {ref.dtype}: "
+                            "convert one of them (e.g. M.to(factors[0].dtype))")
+        if t.device != ref.device:
+            raise ValueError(f"{name} is on {t.device} but the factors are on {ref.device}")
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} contains NaN or infinite values")
+    if not bool(((mask == 0) | (mask == 1)).all()):
+        raise ValueError("mask must hold only 0s and 1s")
+    _check_int(max_steps, "max_steps")
+    _check_int(record_every, "record_every")
+    for name, v in (("lr", lr), ("tol", tol)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not v == v or abs(v) == float("inf"):
+            raise TypeError(f"{name} must be a finite float, got {v!r}")
+    if lr <= 0 or tol < 0:
+        raise ValueError(f"lr must be > 0 and tol >= 0, got lr={lr}, tol={tol}")
     factors = [F.clone() for F in factors]
     steps, losses, svals = [], [], []
     step = 0
@@ -193,6 +218,11 @@ def train_gd(factors: list[Tensor], M: Tensor, mask: Tensor, lr: float = 0.05, m
         grads, W = factor_gradients(factors, M, mask)
         if step % record_every == 0 or step == max_steps:
             loss = masked_loss(W, M, mask)
+            if not bool(torch.isfinite(loss).all()):
+                bad = int((~torch.isfinite(loss)).sum())
+                raise DivergenceError(
+                    f"gradient descent diverged: the loss of {bad} of {R} runs is not finite at "
+                    f"step {step} (lr={lr}); lower the learning rate or the target's size")
             steps.append(step)
             losses.append(loss)
             svals.append(singular_values(W))
@@ -279,15 +309,34 @@ def check_effective_rank(fn) -> ExerciseVerdict:
                     "return one value per matrix, i.e. reduce over the last axis of "
                     "the singular values only")
             if not torch.allclose(got, want, atol=1e-6):
-                raise AssertionError(
-                    f"on {what} your values are off by up to "
-                    f"{(got - want).abs().max().item():.3g}. Hint: normalise the "
-                    "singular values to sum to one, take their Shannon entropy "
-                    "(natural log, with 0 log 0 = 0), then its exponential")
+                raise AssertionError(f"on {what} your values are off by up to "
+                                     f"{(got - want).abs().max().item():.3g}. "
+                                     + _erank_hint(fn))
         return ("your effective rank matches on the identity, a rank-one matrix and "
                 "a random batch")
 
     return grade_exercise(fn, trial)
+
+
+def _erank_hint(fn) -> str:
+    """A hint from a property the student's effective rank violates (never the formula)."""
+    I4 = torch.eye(4, dtype=torch.float64)
+    try:
+        at_I = float(torch.as_tensor(fn(I4.clone())))
+        scaled = float(torch.as_tensor(fn(3 * I4)))
+        mixed = float(torch.as_tensor(fn(torch.diag(torch.tensor([1.0, 1.0, 1e-3, 0.0]).double()))))
+    except Exception:  # noqa: BLE001 -- a hint is best effort
+        return "Hint: test your function on the identity first."
+    if abs(at_I - 4) > 1e-6:
+        return (f"Hint: on the 4×4 identity it returns {at_I:.3g}; four equal singular values "
+                "should count as exactly 4.")
+    if abs(scaled - at_I) > 1e-6:
+        return "Hint: your value changes when W is multiplied by 3; the effective rank must not."
+    if abs(mixed - round(mixed)) < 1e-9:
+        return ("Hint: it returns a whole number on diag(1, 1, 0.001, 0); the effective rank "
+                "should sit just above 2 there, varying smoothly with the small value.")
+    return ("Hint: compare its value on diag(1, 1) (should be 2) and diag(1, 0) (should be 1) "
+            "and check the base of any logarithm you use.")
 
 
 def check_factor_gradients(fn) -> ExerciseVerdict:
@@ -318,18 +367,63 @@ def check_factor_gradients(fn) -> ExerciseVerdict:
                         f"{tuple(b.shape)}")
                 if not torch.allclose(a, b, atol=1e-9):
                     raise AssertionError(
-                        f"at depth {depth} the gradient for W_{k} is wrong. Hint: "
-                        "only observed entries enter G = P_Ω(W − M); the factors "
-                        "above W_k multiply G from the left, transposed, and those "
-                        "below from the right, transposed")
+                        f"at depth {depth} the gradient for W_{k} is wrong "
+                        f"(max error {(a - b).abs().max().item():.3g}). "
+                        + _grad_hint(fn, depth, factors, M, mask))
         return "your gradients match the closed form at depths 1 to 4"
 
     return grade_exercise(fn, trial)
 
 
+def _grad_hint(fn, depth, factors, M, mask) -> str:
+    """A hint from a property the student's gradients violate (never the formula)."""
+    try:
+        M2 = M + 5.0 * (1 - mask)  # change only unobserved entries: the loss cannot see them
+        a = fn([F.clone() for F in factors], M.clone(), mask.clone())
+        b = fn([F.clone() for F in factors], M2, mask.clone())
+        if any(not torch.allclose(torch.as_tensor(x), torch.as_tensor(y), atol=1e-12)
+               for x, y in zip(a, b)):
+            return ("Hint: your gradients change when an unobserved entry of M changes, but "
+                    "the loss does not depend on those entries.")
+    except Exception:  # noqa: BLE001 -- a hint is best effort
+        pass
+    if depth == 1:
+        return "Hint: at depth 1, W = W_1; differentiate the loss by hand first."
+    return ("Hint: compare with torch.autograd on one small example, one factor at a time, "
+            "and check each matrix product's shapes against a non-square test case on paper.")
+
+
 def _check_n(n) -> None:
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
+
+
+def _check_int(v, name: str) -> None:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{name} must be a positive int (a float such as 1e4 is refused: "
+                        f"it would silently change the step count), got {v!r}")
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {v}")
+
+
+def _check_factors(factors) -> None:
+    if not isinstance(factors, (list, tuple)) or not factors:
+        raise ValueError("factors must be a non-empty list of equally shaped (R, n, n) tensors")
+    for F in factors:
+        if not torch.is_tensor(F) or not F.is_floating_point():
+            raise TypeError("factors must be floating-point torch.Tensors")
+    F0 = factors[0]
+    if F0.ndim != 3 or F0.shape[-1] != F0.shape[-2]:
+        raise ValueError(f"each factor must be (R, n, n), got {tuple(F0.shape)}")
+    for F in factors:
+        if F.shape != F0.shape:
+            raise ValueError("factors must be equally shaped (R, n, n) tensors, got "
+                             f"{[tuple(f.shape) for f in factors]}")
+        if F.dtype != F0.dtype or F.device != F0.device:
+            raise TypeError("factors must share one dtype and device, got "
+                            f"{[(f.dtype, str(f.device)) for f in factors]}")
+        if not bool(torch.isfinite(F).all()):
+            raise ValueError("factors contain NaN or infinite values")
 
 
 def _check_matrix(W, name: str) -> None:
@@ -341,18 +435,26 @@ def _check_matrix(W, name: str) -> None:
         raise TypeError(f"{name} must be a floating-point tensor, got {W.dtype}")
 
 
+def _flip(factors: list[Tensor], signs: Tensor) -> list[Tensor]:
+    """D W D on the factors: (D W_L) W_{L−1} ⋯ (W_1 D) with D = diag(signs), signs (..., n)."""
+    out = [F.clone() for F in factors]
+    out[0] = out[0] * signs[..., None, :]  # W_1 D: scale column j by d_j
+    out[-1] = signs[..., :, None] * out[-1]  # D W_L: scale row i by d_i
+    return out
+
+
 def sign_align(factors: list[Tensor], M: Tensor) -> list[Tensor]:
-    """Flip the signs of rows/columns so the end-to-end matrix's sign pattern matches M's.
+    """ORACLE. Flip rows/columns so the end-to-end matrix's sign pattern matches the whole M's.
 
     Under diagonal observations the loss is invariant under W ↦ D W D for any diagonal sign
-    matrix D (the diagonal of DWD is the diagonal of W). Acting on the factors, D W D =
-    (D W_L) W_{L−1} ⋯ (W_1 D). A near-rank-one W ≈ x yᵀ is matched to M ≈ u uᵀ by
-    D = diag(sign(x) ⊙ sign(u)) with x, u the leading left singular vectors. Returns new factors;
-    the diagonal loss is unchanged exactly. factors: [W_1, …, W_L], each (..., n, n); M: (..., n, n).
+    matrix D (the diagonal of DWD is the diagonal of W). A near-rank-one W ≈ x yᵀ is matched to
+    M ≈ u uᵀ by D = diag(sign(x) ⊙ sign(u)) with x, u the leading left singular vectors. Returns
+    new factors; the diagonal loss is unchanged exactly. factors: [W_1, …, W_L], each
+    (..., n, n); M: (..., n, n).
 
-    An oracle: the signs come from the whole target M, held-out entries included,
-    which a learner never sees. Results that use it explain a mechanism; they are not
-    reproductions.
+    An oracle: the signs come from the whole target M, held-out entries included, which a
+    learner never sees. Results that use it explain a mechanism; they are not reproductions.
+    :func:`sign_align_observed` finds the signs from observed entries only.
     """
     if len(factors) < 1:
         raise ValueError("factors must be a non-empty list")
@@ -361,29 +463,85 @@ def sign_align(factors: list[Tensor], M: Tensor) -> list[Tensor]:
     u = u * torch.sign(u.sum(-1, keepdim=True))  # u is defined up to sign; pick the positive-sum one
     signs = torch.sign(x) * torch.sign(u)
     signs = torch.where(signs == 0, torch.ones_like(signs), signs)
-    out = [F.clone() for F in factors]
-    out[0] = out[0] * signs[..., None, :]  # W_1 D: scale column j by σ_j
-    out[-1] = signs[..., :, None] * out[-1]  # D W_L: scale row i by σ_i
-    return out
+    return _flip(factors, signs)
 
 
-def plasticity_experiment(depth: int, M: Tensor, mask_more: Tensor, scale: float, lr: float, steps_pre: int,
-                          steps_resume: int, generator: torch.Generator | None = None) -> dict[str, Tensor]:
-    """Pre-train on the diagonal, then resume on ``mask_more``; compare with training from scratch.
+def observed_signs(W: Tensor, M: Tensor, mask: Tensor, sweeps: int = 3) -> Tensor:
+    """Signs d ∈ {±1}ⁿ that make D W D agree with M on the *observed* off-diagonal entries.
 
-    M, mask_more: (R, n, n), one target and observation set per run. Returns the end-to-end
-    matrices, each (R, n, n), of: "pretrained" (after phase 1 only), "scratch" (phase 2 from the
-    initialisation), "resumed" (phase 2 from the pre-trained factors) and "resumed_aligned"
-    (phase 2 from the pre-trained factors after :func:`sign_align`). The three phase-2 runs share
-    one batched call.
+    Maximises the agreement A(d) = Σ_{(i,j)∈Ω, i≠j} d_i d_j W_ij M_ij, a sign-synchronisation
+    problem on the graph of observed entries: start from the signs of the leading eigenvector of
+    the symmetrised C = P_Ω(W ⊙ M) with zero diagonal (the spectral relaxation), then make
+    ``sweeps`` passes of single flips, each kept only when it raises A. Uses nothing outside Ω.
+    W, M, mask: (R, n, n) → (R, n). For a rank-one W and a rank-one M whose observed graph is
+    connected, the answer is exact: every observed entry of D W D then has the sign of M's.
     """
+    if W.ndim != 3 or M.shape != W.shape or mask.shape != W.shape:
+        raise ValueError(f"W, M and mask must all be (R, n, n), got {tuple(W.shape)}, "
+                         f"{tuple(M.shape)} and {tuple(mask.shape)}")
+    n = W.shape[-1]
+    off = mask * (1 - torch.eye(n, dtype=W.dtype, device=W.device))
+    C = off * W * M
+    C = 0.5 * (C + C.transpose(-2, -1))
+    d = torch.sign(torch.linalg.eigh(C)[1][..., :, -1])  # leading eigenvector
+    d = torch.where(d == 0, torch.ones_like(d), d)
+    for _ in range(sweeps):
+        for i in range(n):  # a flip of d_i changes A by −4 d_i Σ_j C_ij d_j: keep it if that is > 0
+            gain = -4 * d[:, i] * (C[:, i, :] * d).sum(-1)
+            d[:, i] = torch.where(gain > 0, -d[:, i], d[:, i])
+    return d
+
+
+def sign_align_observed(factors: list[Tensor], M: Tensor, mask: Tensor) -> list[Tensor]:
+    """Flip rows/columns of the factors by :func:`observed_signs`: no held-out entry is used.
+
+    The phase-1 (diagonal) loss is unchanged exactly, as for :func:`sign_align`. factors:
+    [W_1, …, W_L], each (R, n, n); M, mask: (R, n, n), the phase-2 target and observations
+    (only M's observed entries are read)."""
+    _check_factors(factors)
+    return _flip(factors, observed_signs(end_to_end(factors), M * mask, mask))
+
+
+def plasticity_experiment(depth: int, M: Tensor, mask_more: Tensor, scale: float, lr: float,
+                          steps_pre: int, steps_resume: int,
+                          generator: torch.Generator | None = None, init: str = "random",
+                          mask_pre: Tensor | None = None) -> dict[str, Tensor]:
+    """Pre-train on ``mask_pre`` (default: the diagonal), then resume on ``mask_more``; compare
+    with training on ``mask_more`` from scratch.
+
+    M, mask_more (and mask_pre if given): (R, n, n), one target and observation set per run;
+    ``init`` is passed to :func:`init_factors`. Returns end-to-end matrices, each (R, n, n):
+
+    * "pretrained": after phase 1 only;
+    * "scratch": phase 2 from the same initialisation;
+    * "resumed": phase 2 from the pre-trained factors, as they are;
+    * "resumed_signs": phase 2 after :func:`sign_align_observed` (signs read off the phase-2
+      *observed* entries only: a legitimate preprocessing step);
+    * "resumed_oracle": phase 2 after :func:`sign_align` (signs read off the whole target:
+      an ORACLE, for explanation only);
+
+    and the final phase-2 training losses "loss_scratch", "loss_resumed", … (R,) and the
+    phase-1 loss "loss_pretrained" (R,). The four phase-2 runs share one batched call.
+    """
+    if not torch.is_tensor(M) or not torch.is_tensor(mask_more):
+        raise TypeError("M and mask_more must be torch.Tensors")
     if M.ndim != 3 or mask_more.shape != M.shape:
-        raise ValueError(f"M and mask_more must both be (R, n, n), got {tuple(M.shape)} and {tuple(mask_more.shape)}")
+        raise ValueError(f"M and mask_more must both be (R, n, n), got {tuple(M.shape)} "
+                         f"and {tuple(mask_more.shape)}")
     R, n, _ = M.shape
-    init = init_factors(R, n, depth, scale, generator=generator, dtype=M.dtype, device=M.device)
-    pre, _ = train_gd(init, M, diag_mask(n, dtype=M.dtype, device=M.device), lr=lr, max_steps=steps_pre, tol=1e-12)
-    aligned = sign_align(pre, M)
-    start = [torch.cat(fs) for fs in zip(init, pre, aligned)]  # (3R, n, n) per factor
-    final, _ = train_gd(start, M.repeat(3, 1, 1), mask_more.repeat(3, 1, 1), lr=lr, max_steps=steps_resume, tol=1e-12)
-    scratch, resumed, resumed_aligned = end_to_end(final).split(R)
-    return {"pretrained": end_to_end(pre), "scratch": scratch, "resumed": resumed, "resumed_aligned": resumed_aligned}
+    if mask_pre is None:
+        mask_pre = diag_mask(n, dtype=M.dtype, device=M.device).expand(R, n, n)
+    if mask_pre.shape != M.shape:
+        raise ValueError(f"mask_pre must be (R, n, n) like M, got {tuple(mask_pre.shape)}")
+    start = init_factors(R, n, depth, scale, init=init, generator=generator, dtype=M.dtype,
+                         device=M.device)
+    pre, h1 = train_gd(start, M, mask_pre, lr=lr, max_steps=steps_pre, tol=1e-12)
+    arms = {"scratch": start, "resumed": pre, "resumed_signs": sign_align_observed(pre, M, mask_more),
+            "resumed_oracle": sign_align(pre, M)}
+    batched = [torch.cat(fs) for fs in zip(*arms.values())]  # (4R, n, n) per factor
+    final, h2 = train_gd(batched, M.repeat(4, 1, 1), mask_more.repeat(4, 1, 1), lr=lr,
+                         max_steps=steps_resume, tol=1e-12)
+    out = {"pretrained": end_to_end(pre), "loss_pretrained": h1.loss[-1]}
+    for name, W, loss in zip(arms, end_to_end(final).split(R), h2.loss[-1].split(R)):
+        out[name], out["loss_" + name] = W, loss
+    return out
