@@ -26,11 +26,15 @@ Everything here is plain PyTorch; the device follows the inputs. Layout: ``kerne
 GL derivative, Mittag-Leffler, checks), ``neuron`` (spike, ``fractional_lif``, ``FractionalLIF``,
 ``lif_reference``), ``data`` (moving-bar events, noise, ``SpikingMLP``).
 """
-from .data import DIRECTIONS, SpikingMLP, corrupt_events, make_moving_bar_events
-from .kernels import (METHODS, abm_weights, check_gl_weights, gl_derivative, gl_weights, loglog_slope,
+from .data import (CORRUPTIONS, DIRECTIONS, SpikingMLP, corrupt_events, make_delayed_cue_events,
+                   make_moving_bar_events)
+from .kernels import (METHODS, ML_ALPHA_MIN, ML_X_MAX, abm_weights, check_gl_weights, gl_derivative, gl_weights, loglog_slope,
                       mittag_leffler, mittag_leffler_series)
+from .train import accuracy, train_classifier
 from .neuron import FractionalLIF, SpikeFn, fractional_lif, lif_reference, spike
 
 __all__ = ["METHODS", "DIRECTIONS", "gl_weights", "abm_weights", "gl_derivative", "mittag_leffler",
            "mittag_leffler_series", "loglog_slope", "check_gl_weights", "SpikeFn", "spike", "fractional_lif",
-           "lif_reference", "FractionalLIF", "make_moving_bar_events", "corrupt_events", "SpikingMLP"]
+           "lif_reference", "FractionalLIF", "make_moving_bar_events", "corrupt_events", "SpikingMLP",
+           "CORRUPTIONS", "make_delayed_cue_events", "ML_ALPHA_MIN", "ML_X_MAX",
+           "train_classifier", "accuracy"]

@@ -59,33 +59,144 @@ def make_moving_bar_events(n: int, size: int = 12, steps: int = 16, seed: int = 
     return events.reshape(steps, n, size * size), labels
 
 
-def corrupt_events(events: torch.Tensor, flip_prob: float, seed: int = 0) -> torch.Tensor:
-    """Flip each event bit (0 <-> 1) independently with probability ``flip_prob``: sensor noise.
+CORRUPTIONS = ("flip", "drop", "jitter", "shift")
 
-    events: (T, n, d) in {0, 1}. Returns a tensor of the same shape and dtype.
+
+def _check_events(events) -> None:
+    if not isinstance(events, torch.Tensor):
+        raise TypeError(f"events must be a tensor of shape (T, n, d), got {type(events).__name__}")
+    if events.ndim != 3 or events.shape[0] < 1:
+        raise ValueError(f"events must be (T, n, d) with time first, got shape {tuple(events.shape)}")
+    if not torch.is_floating_point(events):
+        raise TypeError(f"events must be a floating tensor of 0/1 values, got {events.dtype}")
+    if not bool(((events == 0) | (events == 1)).all()):
+        raise ValueError("events must be binary (every entry 0 or 1); corrupting non-binary "
+                         "input (e.g. counts or already-encoded currents) is not defined")
+
+
+def corrupt_events(events: torch.Tensor, level: float, seed: int = 0, kind: str = "flip",
+                   ) -> torch.Tensor:
+    """One corruption of an event stream, the kinds an event camera shows.
+
+    events: (T, n, d) in {0, 1}, time first. Returns a tensor of the same shape and dtype.
+
+    * ``"flip"``: every bit flips (0 <-> 1) with probability ``level`` (sensor noise: spurious
+      events appear, true ones vanish);
+    * ``"drop"``: every event is deleted with probability ``level`` (missed events);
+    * ``"jitter"``: every event moves in time by an independent offset drawn uniformly from
+      {-level, ..., level} steps (``level``: an integer >= 0); events pushed outside the
+      window are lost, events landing on the same pixel and step merge;
+    * ``"shift"``: every sample's whole stream is delayed by ``level`` steps (a latency
+      shift; an integer, negative is earlier); what leaves the window is lost.
+    ``level = 0`` returns the events unchanged (a copy).
     """
-    if not 0.0 <= flip_prob <= 1.0:
-        raise ValueError(f"flip_prob must lie in [0, 1], got {flip_prob}")
+    _check_events(events)
+    if kind not in CORRUPTIONS:
+        raise ValueError(f"kind must be one of {CORRUPTIONS}, got {kind!r}")
+    if isinstance(level, bool) or not isinstance(level, (int, float)):
+        raise TypeError(f"level must be a number, got {type(level).__name__}")
     g = torch.Generator().manual_seed(int(seed))
-    flips = (torch.rand(events.shape, generator=g) < flip_prob).to(events.device)
-    return torch.where(flips, 1.0 - events, events)
+    T = events.shape[0]
+    if kind in ("flip", "drop"):
+        if not 0.0 <= level <= 1.0:
+            raise ValueError(f"level (a probability for {kind!r}) must lie in [0, 1], got {level}")
+        hit = (torch.rand(events.shape, generator=g) < level).to(events.device)
+        return torch.where(hit, 1.0 - events, events) if kind == "flip" else events * ~hit
+    if float(level) != int(level):
+        raise ValueError(f"level (steps, for {kind!r}) must be an integer, got {level}")
+    k = int(level)
+    if kind == "shift":
+        out = torch.zeros_like(events)
+        if abs(k) < T:
+            if k >= 0:
+                out[k:] = events[:T - k]
+            else:
+                out[:T + k] = events[-k:]
+        return out
+    if k < 0:
+        raise ValueError(f"level (maximum jitter in steps) must be >= 0, got {k}")
+    offset = torch.randint(-k, k + 1, events.shape, generator=g).to(events.device)
+    t = torch.arange(T, device=events.device).view(T, 1, 1).expand_as(events)
+    new_t = t + offset
+    keep = (events > 0) & (new_t >= 0) & (new_t < T)
+    out = torch.zeros_like(events)
+    nidx = torch.arange(events.shape[1], device=events.device).view(1, -1, 1).expand_as(events)
+    didx = torch.arange(events.shape[2], device=events.device).view(1, 1, -1).expand_as(events)
+    out[new_t[keep], nidx[keep], didx[keep]] = 1.0                     # merged where they collide
+    return out
+
+
+def make_delayed_cue_events(n: int, d: int = 64, steps: int = 16, seed: int = 0,
+                            n_classes: int = 4, cue_steps: int = 2, go_steps: int = 2,
+                            background: float = 0.02, pattern_seed: int = 12345,
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+    """A task whose answer is given only at the start: a long-term-dependency probe.
+
+    Each sample shows its class's cue pattern (a fixed random 25 % of the ``d`` inputs) during
+    the first ``cue_steps`` steps, then background events only, then the same "go" pattern for
+    every class in the last ``go_steps`` steps. A network that reads out only during the go
+    steps must carry the cue across ``steps - cue_steps - go_steps`` silent steps in its
+    neurons' state. Returns events (steps, n, d) in {0, 1} and labels (n,) int64.
+    """
+    _check_n(n)
+    if steps < cue_steps + go_steps + 1 or cue_steps < 1 or go_steps < 1 or n_classes < 2:
+        raise ValueError("need cue_steps, go_steps >= 1, n_classes >= 2 and steps > cue_steps "
+                         f"+ go_steps, got steps={steps}, cue={cue_steps}, go={go_steps}")
+    if not 0.0 <= background <= 1.0:
+        raise ValueError(f"background must lie in [0, 1], got {background}")
+    pg = torch.Generator().manual_seed(int(pattern_seed))
+    patterns = (torch.rand(n_classes, d, generator=pg) < 0.25).float()        # (classes, d)
+    go = (torch.rand(d, generator=pg) < 0.25).float()                          # (d,)
+    g = torch.Generator().manual_seed(int(seed))
+    labels = torch.randint(0, n_classes, (n,), generator=g)
+    events = (torch.rand(steps, n, d, generator=g) < background).float()
+    events[:cue_steps] = torch.maximum(events[:cue_steps], patterns[labels][None])
+    events[-go_steps:] = torch.maximum(events[-go_steps:], go[None, None])
+    return events, labels
 
 
 class SpikingMLP(nn.Module):
-    """Events (T, batch, d_in) -> Linear -> spiking neurons -> Linear, logits = time-mean of the output.
+    """Events (T, batch, d_in) -> Linear -> spiking neurons -> Linear -> logits (batch, classes).
 
     ``neuron`` is any module mapping (T, batch, d) to (spikes, membrane), e.g. :class:`FractionalLIF`
-    (alpha=1 is the LIF baseline). Returns logits (batch, classes).
+    (alpha=1 is the LIF baseline). The logits are the time-mean of the readout over all steps
+    (``readout_steps=None``, as in spikeDE) or over the last ``readout_steps`` only.
+    ``steps``: the number of time steps the model expects; given, a batch-first input
+    (batch, T, d_in) is refused instead of being read as T = batch time steps.
     """
 
-    def __init__(self, d_in: int, d_hidden: int, n_classes: int, neuron: nn.Module):
+    def __init__(self, d_in: int, d_hidden: int, n_classes: int, neuron: nn.Module,
+                 steps: int | None = None, readout_steps: int | None = None):
         super().__init__()
+        for name, value in (("d_in", d_in), ("d_hidden", d_hidden), ("n_classes", n_classes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name, value in (("steps", steps), ("readout_steps", readout_steps)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"{name} must be None or a positive int, got {value!r}")
+        if steps is not None and readout_steps is not None and readout_steps > steps:
+            raise ValueError(f"readout_steps={readout_steps} exceeds steps={steps}")
         self.encode = nn.Linear(d_in, d_hidden)
         self.neuron = neuron
         self.readout = nn.Linear(d_hidden, n_classes)
+        self.steps, self.readout_steps = steps, readout_steps
+        self.last_spike_rate: float | None = None
 
     def forward(self, events: torch.Tensor) -> torch.Tensor:
+        if not isinstance(events, torch.Tensor):
+            raise TypeError(f"events must be a tensor (T, batch, d_in), got {type(events).__name__}")
         if events.ndim != 3:
             raise ValueError(f"events must be (T, batch, d_in), got shape {tuple(events.shape)}")
+        if events.shape[-1] != self.encode.in_features:
+            raise ValueError(f"events must have d_in = {self.encode.in_features} features last, "
+                             f"got shape {tuple(events.shape)}")
+        if self.steps is not None and events.shape[0] != self.steps:
+            hint = (" (it looks batch-first: pass events.transpose(0, 1))"
+                    if events.shape[1] == self.steps else "")
+            raise ValueError(f"events must be (T={self.steps}, batch, d_in), time first; got "
+                             f"shape {tuple(events.shape)}{hint}")
         spikes, _ = self.neuron(self.encode(events))                        # (T, B, H)
-        return self.readout(spikes).mean(0)                                 # (B, classes)
+        self.last_spike_rate = float(spikes.detach().mean())   # spikes per neuron per step
+        out = spikes if self.readout_steps is None else spikes[-self.readout_steps:]
+        return self.readout(out).mean(0)                                    # (B, classes)
