@@ -215,13 +215,18 @@ def test_tilted_denoiser_is_pstar_for_a_consistent_model():
 
 def test_soft_weights_and_vidd_loss_reference():
     v = torch.tensor([0.0, 1.0, 3.0])
-    w = soft_weights(v, 0.5)
+    w = soft_weights(v, 0.5, normalise="batch")
     assert torch.allclose(w.sum(), torch.tensor(3.0)) and torch.allclose(w / w[0], torch.exp(v / 0.5))
+    assert torch.allclose(soft_weights(v, 0.5, normalise="none"), torch.exp(v / 0.5))
+    vt = torch.tensor([0.5, 0.5, 2.0])
+    assert torch.allclose(soft_weights(v, 0.5, v_state=vt), torch.exp((v - vt) / 0.5))
     z = soft_weights(v, 1.0, normalise="z")
     vz = (v - v.mean()) / v.std()
-    assert torch.allclose(z / z[0], torch.exp(vz - vz[0]), atol=1e-5)
+    assert torch.allclose(z, torch.exp(vz), atol=1e-5)
     with pytest.raises(ValueError):
         soft_weights(v, 1.0, normalise="minmax")
+    with pytest.raises(ValueError):
+        soft_weights(v, 1.0)  # the paper's kernel needs v(x_t)
     m = small_model(3)
     x_t = torch.tensor([[4, 1, 4], [4, 4, 4]])
     x_s = torch.tensor([[4, 1, 0], [4, 3, 4]])
@@ -252,10 +257,16 @@ def test_finetuners_run_count_calls_and_leave_pretrained_untouched():
     g = torch.Generator().manual_seed(0)
     m = copy.deepcopy(pre).requires_grad_(True)
     out = finetune_vidd(m, pre, motif_reward, updates=3, alpha=0.5, batch_size=4, refresh_every=2, generator=g)
-    assert out["reward_calls"] == [12, 24, 36]  # B·L value calls per update
+    assert out["reward_calls"] == [24, 48, 72]  # B·L values of x_{t-1} and B·L of x_t per update
+    assert out["samples"] == [4, 8, 12]
+    m3 = copy.deepcopy(pre).requires_grad_(True)
+    out3 = finetune_vidd(m3, pre, motif_reward, updates=2, alpha=0.5, batch_size=4, normalise="none",
+                         generator=g)
+    assert out3["reward_calls"] == [12, 24]  # the official DNA loss: values of x_{t-1} only
     m2 = copy.deepcopy(pre).requires_grad_(True)
     out2 = finetune_ddpo(m2, motif_reward, updates=3, batch_size=4, inner_steps=2, generator=g)
     assert out2["reward_calls"] == [4, 4, 8]  # B calls per fresh batch, reused for 2 updates
+    assert out2["samples"] == [4, 4, 8]
     assert all(torch.equal(before[k], pre.state_dict()[k]) for k in before)
     assert not all(torch.equal(before[k], m.state_dict()[k]) for k in before)
     with pytest.raises(ValueError):

@@ -23,17 +23,21 @@ The pieces, top to bottom:
 
 Token ids: ``0..3`` are ``A, C, G, T``; ``4`` is the mask. The code is split in three files —
 ``toy.py`` (data, reward, target, summaries), ``diffusion.py`` (model, sampler, exact enumeration),
-``methods.py`` (VIDD, DDPO) — and everything is re-exported here: ``from iclr26 import reward_distill as rd``.
+``methods.py`` (VIDD, DDPO), ``experiment.py`` (the chapter's runs and their summaries) — and everything is re-exported here: ``from iclr26 import reward_distill as rd``.
 """
 from .diffusion import (MaskedDenoiser, StateSpace, TiltedDenoiser, exact_distribution, exact_soft_value,
                         masked_diffusion_loss, rollout_step, sample, step_logprob, train_denoiser)
-from .methods import (ddpo_loss, finetune_ddpo, finetune_vidd, posterior_mean_value, soft_weights, vidd_loss)
+from .methods import (WEIGHTINGS, ddpo_loss, finetune_ddpo, finetune_vidd, posterior_mean_value, soft_weights,
+                      vidd_loss)
 from .toy import (ALPHABET, MASK, VOCAB, all_sequences, best_of_n_reward, check_soft_optimal, distribution_stats,
-                  markov_chain, markov_logprob, motif_reward, sample_markov, soft_optimal, tv_distance)
+                  markov_chain, markov_logprob, motif_reward, motif_reward_fn, sample_markov, soft_optimal,
+                  tv_distance)
+from .experiment import METHODS, Toy, exact_law, first_reach, make_toy, run_method, stability
 
 __all__ = ["ALPHABET", "MASK", "VOCAB", "MaskedDenoiser", "StateSpace", "TiltedDenoiser", "all_sequences",
            "best_of_n_reward", "check_soft_optimal", "ddpo_loss", "distribution_stats", "exact_distribution",
            "exact_soft_value", "finetune_ddpo", "finetune_vidd", "markov_chain", "markov_logprob",
            "masked_diffusion_loss", "motif_reward", "posterior_mean_value", "rollout_step", "sample",
            "sample_markov", "soft_optimal", "soft_weights", "step_logprob", "train_denoiser", "tv_distance",
-           "vidd_loss"]
+           "vidd_loss", "WEIGHTINGS", "motif_reward_fn", "METHODS", "Toy", "exact_law", "first_reach",
+           "make_toy", "run_method", "stability"]

@@ -83,10 +83,14 @@ def sample_markov(n: int, length: int, init: torch.Tensor, trans: torch.Tensor,
 def motif_reward(x: torch.Tensor, motifs: Sequence[str] = ("GA", "TC")) -> torch.Tensor:
     """The toy's non-differentiable reward: how many times the motifs occur in each string.
 
-    x: (n, L) ids in 0..3. Returns (n,) float32 counts (overlaps counted). Integer-valued, so no
-    gradient exists; the methods below only ever *evaluate* it.
+    x: (n, L) ids in 0..3. motifs: a list or tuple of strings over ACGT (a bare string such as
+    ``"GA"`` is refused: iterating it would count ``G`` and ``A`` as two motifs). Returns (n,)
+    float32 counts (overlaps counted). Integer-valued, so no gradient exists; the methods below
+    only ever *evaluate* it.
     """
     _check_tokens(x)
+    if isinstance(motifs, str) or not isinstance(motifs, (list, tuple)):
+        raise TypeError(f"motifs must be a list or tuple of strings (e.g. ('GA',)), got {motifs!r}")
     if not motifs or any((not isinstance(m, str)) or not m or set(m) - set(ALPHABET) for m in motifs):
         raise ValueError(f"motifs must be non-empty strings over {ALPHABET}, got {motifs!r}")
     out = torch.zeros(x.shape[0], device=x.device)
@@ -100,24 +104,60 @@ def motif_reward(x: torch.Tensor, motifs: Sequence[str] = ("GA", "TC")) -> torch
     return out
 
 
+def motif_reward_fn(motifs: Sequence[str]) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``motif_reward`` with its motifs fixed: a reward function ``x (n, L) -> (n,)``."""
+    motif_reward(torch.zeros(1, 1, dtype=torch.int64), motifs)  # validate once, now
+    motifs = tuple(motifs)
+    return lambda x: motif_reward(x, motifs)
+
+
+def _check_law(p: torch.Tensor, name: str = "p") -> None:
+    """A probability vector: a 1-D floating tensor, finite, non-negative, summing to 1."""
+    if not isinstance(p, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of probabilities, got {type(p).__name__}")
+    if not p.is_floating_point():
+        raise TypeError(f"{name} must be a floating tensor of probabilities, got dtype {p.dtype}")
+    if p.ndim != 1 or p.numel() == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D tensor, got shape {tuple(p.shape)}")
+    if not torch.isfinite(p).all() or (p < 0).any():
+        raise ValueError(f"{name} must hold finite, non-negative probabilities")
+    total = float(p.double().sum())
+    if abs(total - 1) > 1e-6:
+        raise ValueError(f"{name} must sum to 1 (a probability vector), got sum {total:.6g}")
+
+
+def _check_rewards(r: torch.Tensor, p: torch.Tensor, name: str = "r") -> None:
+    if not isinstance(r, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of rewards, got {type(r).__name__}")
+    if r.shape != p.shape:
+        raise ValueError(f"p and {name} must be 1-D of the same length, got {tuple(p.shape)} "
+                         f"and {tuple(r.shape)}")
+    if not torch.isfinite(r.double()).all():
+        raise ValueError(f"{name} must be finite (a NaN or infinite reward has no soft optimum)")
+
+
 # ----------------------------------------------------------------------------------------- target
 def soft_optimal(p: torch.Tensor, r: torch.Tensor, alpha: float) -> torch.Tensor:
     """The KL-regularised optimum ``p*(x) = p(x) exp(r(x)/α) / Z`` over an enumerated space.
 
-    p: (N,) probabilities (sum 1), r: (N,) rewards, alpha > 0. Returns (N,) probabilities.
-    Computed in log space, so a small α does not overflow.
+    p: (N,) floating probabilities summing to 1; r: (N,) finite rewards; alpha > 0.
+    Returns (N,) probabilities in p's dtype. Computed in log space, so a small α does not
+    overflow.
     """
     _check_alpha(alpha)
-    if p.ndim != 1 or r.shape != p.shape:
-        raise ValueError(f"p and r must be 1-D of the same length, got {tuple(p.shape)} and {tuple(r.shape)}")
-    if (p < 0).any():
-        raise ValueError("p must be non-negative")
+    _check_law(p, "p")
+    _check_rewards(r, p, "r")
     logits = p.log() + r.to(p.dtype) / alpha  # log p* = log p + r/α − log Z
     return torch.softmax(logits, 0)
 
 
 def tv_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """Total variation ``½ Σ |p − q|`` between two distributions on the same support. Returns a 0-d tensor."""
+    for name, t in (("p", p), ("q", q)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating torch.Tensor of probabilities")
+        if not torch.isfinite(t).all():
+            raise ValueError(f"{name} must be finite")
     if p.shape != q.shape:
         raise ValueError(f"p and q must have the same shape, got {tuple(p.shape)} and {tuple(q.shape)}")
     return 0.5 * (p - q.to(p.dtype)).abs().sum()
@@ -126,15 +166,18 @@ def tv_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 def best_of_n_reward(p: torch.Tensor, r: torch.Tensor, n: int) -> torch.Tensor:
     """Exact expected reward of best-of-n sampling from p: ``E[max(r(x_1..x_n))]``, x_i ~ p i.i.d.
 
-    p: (N,) probabilities, r: (N,) rewards. Uses ``P(max ≤ c) = F(c)^n``. Returns a 0-d tensor.
-    Costs n reward calls per generated string.
+    p: (N,) probabilities summing to 1, r: (N,) finite rewards, n: an int >= 1. Uses
+    ``P(max ≤ c) = F(c)^n``. Returns a 0-d float64 tensor. Costs n reward calls per string.
     """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"n must be an int (a number of samples), got {n!r}")
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
-    if p.shape != r.shape or p.ndim != 1:
-        raise ValueError(f"p and r must be 1-D of the same length, got {tuple(p.shape)} and {tuple(r.shape)}")
-    levels = torch.unique(r.double())  # ascending
-    cdf = torch.stack([p.double()[r.double() <= c].sum() for c in levels]).clamp(max=1.0)  # F(c)
+    _check_law(p, "p")
+    _check_rewards(r, p, "r")
+    levels, inverse = torch.unique(r.double(), return_inverse=True)  # ascending
+    mass = torch.zeros_like(levels).index_add_(0, inverse, p.double())
+    cdf = mass.cumsum(0).clamp(max=1.0)  # F(c)
     pmf_max = cdf ** n - torch.cat([cdf.new_zeros(1), cdf[:-1]]) ** n  # P(max = c)
     return (pmf_max * levels).sum()
 
@@ -145,8 +188,8 @@ def distribution_stats(p: torch.Tensor, r: torch.Tensor, n_samples: int = 1000) 
     ``reward`` E_p[r]; ``p_max`` the largest probability; ``eff_n`` exp(entropy), the effective
     number of strings; ``n90`` how many strings hold 90 % of the mass; ``unique`` the expected number
     of distinct strings among ``n_samples`` i.i.d. draws, ``Σ_x 1 − (1 − p(x))^n``."""
-    if p.shape != r.shape or p.ndim != 1:
-        raise ValueError(f"p and r must be 1-D of the same length, got {tuple(p.shape)} and {tuple(r.shape)}")
+    _check_law(p, "p")
+    _check_rewards(r, p, "r")
     p = p.double()
     h = -(p * p.clamp_min(1e-300).log()).sum()
     top = torch.sort(p, descending=True).values.cumsum(0)
