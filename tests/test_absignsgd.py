@@ -8,7 +8,8 @@ import torch
 from torch import nn
 
 from iclr26.absignsgd import (
-    ABSignSGD, BlockAdam, DepthBiasedSchedule, ReplicaLinear, UniformSchedule, backward_linear_ops,
+    ABSignSGD, BAdamSchedule, BlockAdam, BlockSGD, DepthBiasedSchedule, average_step,
+    train_val_split, unpack_signs, wire_signs, ReplicaLinear, UniformSchedule, backward_linear_ops,
     check_depth_biased_schedule, check_expected_depth, depth_biased_tau, expected_backward_depth,
     linear_blocks, majority_vote, mv_step, pack_signs, replica_evaluate, replica_loss, replica_mlp,
     saved_activation_bytes, sign_error_probability, training_state_bytes, visit_frequencies,
@@ -332,3 +333,128 @@ def test_exercise_check_answers_not_done_wrong_and_correct():
     uniform = lambda n, c: (n + 1) / 2  # ignores the bias c
     assert ns.check_expected_depth(uniform).status == "wrong"
     assert ns.check_expected_depth(reference).status == "correct"
+
+# ---------------------------------------------------------------- issue 14: inputs, BAdam, wire format
+
+def test_flat_parameter_list_is_refused_with_a_recipe():
+    model = mlp(SIZES, seed=0)
+    with pytest.raises(TypeError, match="flat list of tensors"):
+        ABSignSGD(list(model.parameters()), lr=1e-3)
+    with pytest.raises(TypeError, match="list of lists"):
+        ABSignSGD(model.parameters(), lr=1e-3)          # a generator, not a list of blocks
+    with pytest.raises(TypeError):
+        ABSignSGD([iter(linear_blocks(model)[0])], lr=1e-3)
+    with pytest.raises(TypeError):
+        ABSignSGD(linear_blocks(model), lr="0.1")
+    with pytest.raises(ValueError):
+        ABSignSGD(linear_blocks(model), lr=float("nan"))
+
+
+def test_numpy_scalars_are_accepted():
+    np = pytest.importorskip("numpy")
+    s = DepthBiasedSchedule(4, c=np.float32(2))
+    assert s.c == 2.0 and torch.equal(s.tau, depth_biased_tau(4, 2.0))
+    assert torch.equal(depth_biased_tau(np.int64(3), np.float64(1.5)), depth_biased_tau(3, 1.5))
+    model = mlp(SIZES, seed=0)
+    opt = ABSignSGD(linear_blocks(model), lr=np.float32(1e-2), weight_decay=np.float32(0.1))
+    assert isinstance(opt.param_groups[0]["lr"], float)
+    with pytest.raises(TypeError, match="real number"):
+        depth_biased_tau(3, c="2")
+    with pytest.raises(ValueError, match="finite"):
+        depth_biased_tau(3, c=float("inf"))
+
+
+@pytest.mark.parametrize("make", [lambda b: ABSignSGD(b, lr=1e-3), lambda b: BlockAdam(b, lr=1e-3),
+                                  lambda b: BlockSGD(b, lr=1e-3)])
+def test_step_without_backward_is_an_error_and_keeps_the_schedule(make):
+    model = mlp(SIZES, seed=0)
+    opt = make(linear_blocks(model))
+    before = opt.active_block
+    with pytest.raises(ValueError, match="backward"):
+        opt.step()
+    assert opt.active_block == before
+
+
+def test_block_sgd_moves_by_lr_times_grad():
+    model = mlp(SIZES, seed=0)
+    x, y = data()
+    opt = BlockSGD(linear_blocks(model), lr=0.1)
+    before = [p.detach().clone() for p in model.parameters()]
+    active, grads, _ = one_step(opt, model, x, y)
+    for p, old in zip(model.parameters(), before):
+        g = grads[id(p)]
+        want = old if g is None else old - 0.1 * g
+        assert torch.allclose(p.detach(), want, atol=1e-7)
+
+
+def test_badam_schedule_orders_and_switch_interval():
+    s = BAdamSchedule(3, switch_every=4)
+    assert [s() for _ in range(14)] == [2] * 4 + [1] * 4 + [0] * 4 + [2] * 2
+    s = BAdamSchedule(3, switch_every=2, order="ascending")
+    assert [s() for _ in range(8)] == [0, 0, 1, 1, 2, 2, 0, 0]
+    s = BAdamSchedule(5, switch_every=3, order="random", generator=torch.Generator().manual_seed(1))
+    picks = [s() for _ in range(15)]
+    assert sorted(set(picks)) == list(range(5))            # one block-epoch visits every block
+    assert all(len(set(picks[i:i + 3])) == 1 for i in range(0, 15, 3))
+    with pytest.raises(ValueError):
+        BAdamSchedule(3, order="sideways")
+    with pytest.raises(ValueError):
+        BAdamSchedule(3, switch_every=0)
+    with pytest.raises(TypeError):
+        BAdamSchedule(3, switch_every=2.5)
+
+
+def test_badam_keeps_moments_within_a_block_and_resets_at_a_switch():
+    model = mlp(SIZES, seed=0)
+    x, y = data()
+    opt = BlockAdam(linear_blocks(model), lr=1e-3, schedule=BAdamSchedule(4, switch_every=3),
+                    reset_on_switch=True)
+    steps_seen = []
+    for _ in range(7):
+        one_step(opt, model, x, y)
+        steps_seen.append(max((st["step"] for st in opt.state.values()), default=0))
+    # after steps 1, 2 the same block continues (step counter 1, 2); the switch after step 3
+    # clears the moments; the next block counts again from 1
+    assert steps_seen == [1, 2, 0, 1, 2, 0, 1]
+
+
+def test_wire_signs_round_trip_and_zero_travels_as_plus_one():
+    g = torch.tensor([[0.0, -1.0, 2.0, -0.0, 3.0, -4.0, 5.0, 6.0, -7.0, 0.5]])
+    packed = torch.stack([pack_signs(r) for r in g])
+    assert torch.equal(unpack_signs(packed, 10), wire_signs(g))
+    assert wire_signs(g)[0, 0] == 1 and wire_signs(g)[0, 3] == 1
+    with pytest.raises(ValueError):
+        unpack_signs(packed, 20)
+    with pytest.raises(TypeError):
+        unpack_signs(packed.float(), 10)
+
+
+def test_average_step_is_sign_of_pooled_gradient():
+    model_a, model_b = mlp(SIZES, seed=6), mlp(SIZES, seed=6)
+    g = torch.Generator().manual_seed(2)
+    x, y = torch.randn(3, 6, SIZES[0], generator=g), torch.randint(SIZES[-1], (3, 6), generator=g)
+    oa, ob = ABSignSGD(linear_blocks(model_a), lr=1e-2), ABSignSGD(linear_blocks(model_b), lr=1e-2)
+    info = average_step(oa, model_a, x, y)
+    nn.functional.cross_entropy(model_b(x.reshape(18, -1)), y.reshape(18)).backward()
+    ob.step()
+    for p, q in zip(model_a.parameters(), model_b.parameters()):
+        assert torch.allclose(p, q, atol=1e-7)
+    assert info["fp32_bytes"] > 0
+
+
+def test_train_val_split_is_stratified_and_disjoint():
+    from iclr26.harness import digits_data
+    train, _ = digits_data(seed=0)
+    fit, val = train_val_split(train, 0.2, seed=3)
+    assert len(fit.y) + len(val.y) == len(train.y)
+    assert abs(len(val.y) - 0.2 * len(train.y)) < 10
+    assert set(val.y.tolist()) == set(range(10))
+    # disjoint and complete: fit and val together are the training rows, each used once
+    from collections import Counter
+    def rows(split):
+        return Counter(tuple(r) + (int(y),) for r, y in zip(split.x.tolist(), split.y.tolist()))
+    assert rows(fit) + rows(val) == rows(train)
+    with pytest.raises(ValueError):
+        train_val_split(train, 1.0)
+    with pytest.raises(TypeError):
+        train_val_split((train.x, train.y))

@@ -1,6 +1,8 @@
 """The optimisers: ABSignSGD (block sign descent, no state) and BlockAdam (the block-wise Adam baseline)."""
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Callable, Iterable, Sequence
 
 import torch
@@ -9,12 +11,27 @@ from torch import nn
 from .schedules import DepthBiasedSchedule
 
 
+def _real(x) -> bool:
+    """A real number (Python or NumPy scalar), not a bool."""
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
 def _check_blocks(blocks) -> list[list[nn.Parameter]]:
     if not isinstance(blocks, (list, tuple)) or len(blocks) == 0:
-        raise TypeError("blocks must be a non-empty list of lists of parameters (one list per block)")
+        raise TypeError("blocks must be a non-empty list of lists of parameters (one list per "
+                        f"block), got {type(blocks).__name__}")
+    if any(isinstance(b, torch.Tensor) for b in blocks):
+        # A flat list of tensors would silently become one block per tensor (a weight and
+        # its bias in different blocks): refuse it and say how to build blocks.
+        raise TypeError("blocks must be a list of lists of parameters, one inner list per "
+                        "block; got a flat list of tensors. Use [list(model.parameters())] "
+                        "for a single block, or linear_blocks(model) for one per layer")
     out, seen = [], set()
     for b, block in enumerate(blocks):
-        params = list(block) if not isinstance(block, torch.Tensor) else [block]
+        if not isinstance(block, (list, tuple)):
+            raise TypeError(f"block {b} must be a list or tuple of parameters, got "
+                            f"{type(block).__name__}")
+        params = list(block)
         if not params:
             raise ValueError(f"block {b} is empty")
         for p in params:
@@ -41,8 +58,11 @@ class _BlockOptimizer(torch.optim.Optimizer):
     def __init__(self, blocks, defaults: dict, schedule):
         blocks = _check_blocks(blocks)
         lr = defaults["lr"]
-        if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not lr > 0:
-            raise ValueError(f"lr must be a number > 0, got {lr!r}")
+        if not _real(lr):
+            raise TypeError(f"lr must be a real number, got {type(lr).__name__}")
+        if not (math.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+        defaults["lr"] = float(lr)
         if schedule is None:
             schedule = DepthBiasedSchedule(len(blocks))
         self.schedule = _check_schedule(schedule, len(blocks))
@@ -65,6 +85,17 @@ class _BlockOptimizer(torch.optim.Optimizer):
                     p.grad = None
         self.active_block = block
 
+    def _active_params_with_grad(self) -> list[nn.Parameter]:
+        """The active block's parameters that have a gradient; none at all is an error, so
+        that a ``step()`` without a backward pass cannot silently advance the schedule."""
+        params = [p for p in self.param_groups[self.active_block]["params"]
+                  if p.grad is not None]
+        if not params:
+            raise ValueError(f"step() found no gradient on the active block "
+                             f"{self.active_block}: call loss.backward() (or set .grad) "
+                             "before step(); the schedule was not advanced")
+        return params
+
     @property
     def n_blocks(self) -> int:
         return len(self.param_groups)
@@ -85,9 +116,12 @@ class ABSignSGD(_BlockOptimizer):
 
     def __init__(self, blocks: Sequence[Iterable[nn.Parameter]], lr: float = 1e-3, schedule=None,
                  weight_decay: float = 0.0):
-        if not isinstance(weight_decay, (int, float)) or isinstance(weight_decay, bool) or weight_decay < 0:
-            raise ValueError(f"weight_decay must be a number >= 0, got {weight_decay!r}")
-        super().__init__(blocks, dict(lr=lr, weight_decay=weight_decay), schedule)
+        if not _real(weight_decay):
+            raise TypeError(f"weight_decay must be a real number, got "
+                            f"{type(weight_decay).__name__}")
+        if not (math.isfinite(weight_decay) and weight_decay >= 0):
+            raise ValueError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
+        super().__init__(blocks, dict(lr=lr, weight_decay=float(weight_decay)), schedule)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], torch.Tensor] | None = None):
@@ -97,12 +131,34 @@ class ABSignSGD(_BlockOptimizer):
                 loss = closure()
         group = self.param_groups[self.active_block]
         lr, wd = group["lr"], group["weight_decay"]
-        for p in group["params"]:
-            if p.grad is None:
-                continue
+        for p in self._active_params_with_grad():
             if wd != 0:
                 p.mul_(1 - lr * wd)                 # x <- x - lr * wd * x
             p.add_(torch.sign(p.grad), alpha=-lr)   # x <- x - lr * sign(g)
+        self._activate(self._next_block())
+        return loss
+
+
+class BlockSGD(_BlockOptimizer):
+    """Block gradient descent without the sign: the active block moves by ``-lr * grad``.
+
+    The control for the sign update: memoryless and on the same schedule as :class:`ABSignSGD`,
+    but every coordinate moves in proportion to its gradient instead of by exactly ``lr``.
+    """
+
+    def __init__(self, blocks: Sequence[Iterable[nn.Parameter]], lr: float = 1e-2,
+                 schedule=None):
+        super().__init__(blocks, dict(lr=lr), schedule)
+
+    @torch.no_grad()
+    def step(self, closure: Callable[[], torch.Tensor] | None = None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        lr = self.param_groups[self.active_block]["lr"]
+        for p in self._active_params_with_grad():
+            p.add_(p.grad, alpha=-lr)               # x <- x - lr * g
         self._activate(self._next_block())
         return loss
 
@@ -115,6 +171,11 @@ class BlockAdam(_BlockOptimizer):
     fp32 parameter). reset_on_switch=True frees the moments whenever the active block changes (BAdam
     style): the state is at most 8 bytes per parameter of one block. Bias correction counts steps
     per block. The step counter is a Python int, so the state bytes are exactly the moments.
+
+    BAdam (Luo et al., NeurIPS 2024; official code ``Ledzy/BAdam``, ``BlockOptimizer``) is
+    ``BlockAdam(blocks, lr, schedule=BAdamSchedule(n, switch_every=K), reset_on_switch=True)``:
+    K consecutive Adam steps on one block (``switch_block_every``, 50 in the code's default),
+    the moments cleared at every switch, blocks in descending, ascending or random order.
     """
 
     def __init__(self, blocks: Sequence[Iterable[nn.Parameter]], lr: float = 1e-3, schedule=None,
@@ -139,9 +200,7 @@ class BlockAdam(_BlockOptimizer):
                 loss = closure()
         group = self.param_groups[self.active_block]
         lr, (b1, b2), eps = group["lr"], group["betas"], group["eps"]
-        for p in group["params"]:
-            if p.grad is None:
-                continue
+        for p in self._active_params_with_grad():
             st = self.state[p]
             if not st:
                 st["step"] = 0

@@ -3,6 +3,7 @@ visit frequencies and expected backward depth, and the checks of the chapter's c
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Callable, Sequence
 
 import torch
@@ -10,12 +11,21 @@ import torch
 from ..core import ExerciseVerdict, grade_exercise
 
 
-def _check_n_blocks(n_blocks) -> int:
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, int):
-        raise TypeError(f"n_blocks must be an int, got {type(n_blocks).__name__}")
+def _check_n_blocks(n_blocks, name: str = "n_blocks") -> int:
+    if isinstance(n_blocks, bool) or not isinstance(n_blocks, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(n_blocks).__name__}")
     if n_blocks < 1:
-        raise ValueError(f"n_blocks must be >= 1, got {n_blocks}")
-    return n_blocks
+        raise ValueError(f"{name} must be >= 1, got {n_blocks}")
+    return int(n_blocks)
+
+
+def _check_c(c) -> float:
+    """The bias c: any real number (Python or NumPy scalar), finite and >= 0."""
+    if isinstance(c, bool) or not isinstance(c, numbers.Real):
+        raise TypeError(f"c must be a real number, got {type(c).__name__}")
+    if not (math.isfinite(c) and c >= 0):
+        raise ValueError(f"c must be finite and >= 0, got {c!r}")
+    return float(c)
 
 
 def depth_biased_tau(n_blocks: int, c: float = 10.0) -> torch.Tensor:
@@ -26,8 +36,7 @@ def depth_biased_tau(n_blocks: int, c: float = 10.0) -> torch.Tensor:
     ``tau_i = N + c (N - i)``. ``c = 10`` is the paper's (and its code's) default.
     """
     n = _check_n_blocks(n_blocks)
-    if not isinstance(c, (int, float)) or isinstance(c, bool) or not math.isfinite(c) or c < 0:
-        raise ValueError(f"c must be a finite number >= 0, got {c!r}")
+    c = _check_c(c)
     i = torch.arange(n, dtype=torch.float64)
     return n + c * (n - i)  # tau_i = N + c (N - i)
 
@@ -43,8 +52,8 @@ class DepthBiasedSchedule:
 
     def __init__(self, n_blocks: int, c: float = 10.0):
         self.n_blocks = _check_n_blocks(n_blocks)
-        self.c = float(c)
-        self.tau = depth_biased_tau(n_blocks, c)   # (N,)
+        self.c = _check_c(c)
+        self.tau = depth_biased_tau(self.n_blocks, self.c)   # (N,)
         self.next_time = self.tau.clone()           # (N,) next available time per block
 
     def __call__(self) -> int:
@@ -71,6 +80,53 @@ class UniformSchedule:
 
     def __repr__(self) -> str:
         return f"UniformSchedule(n_blocks={self.n_blocks})"
+
+
+class BAdamSchedule:
+    """BAdam's block order (Luo et al., NeurIPS 2024; official ``BlockOptimizer``): the same
+    block for ``switch_every`` consecutive steps, then the next one.
+
+    order: ``"descending"`` (the code's default: the block nearest the loss first),
+    ``"ascending"`` (input side first) or ``"random"`` (a fresh random permutation of the
+    blocks every block-epoch, drawn from ``generator``). ``switch_every`` is the code's
+    ``switch_block_every`` (default 50).
+    """
+
+    ORDERS = ("descending", "ascending", "random")
+
+    def __init__(self, n_blocks: int, switch_every: int = 50, order: str = "descending",
+                 generator: torch.Generator | None = None):
+        self.n_blocks = _check_n_blocks(n_blocks)
+        self.switch_every = _check_n_blocks(switch_every, "switch_every")
+        if order not in self.ORDERS:
+            raise ValueError(f"order must be one of {self.ORDERS}, got {order!r}")
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator or None, got "
+                            f"{type(generator).__name__}")
+        self.order = order
+        self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
+        self.tau = torch.ones(self.n_blocks, dtype=torch.float64)  # long run: 1/N each
+        self._queue: list[int] = []
+        self._block, self._left = -1, 0
+
+    def _next_in_order(self) -> int:
+        if self.order == "descending":
+            return (self._block - 1) % self.n_blocks if self._block >= 0 else self.n_blocks - 1
+        if self.order == "ascending":
+            return (self._block + 1) % self.n_blocks
+        if not self._queue:                                     # a new block-epoch
+            self._queue = torch.randperm(self.n_blocks, generator=self.generator).tolist()
+        return self._queue.pop()
+
+    def __call__(self) -> int:
+        if self._left == 0:                                     # K steps done: switch
+            self._block, self._left = self._next_in_order(), self.switch_every
+        self._left -= 1
+        return self._block
+
+    def __repr__(self) -> str:
+        return (f"BAdamSchedule(n_blocks={self.n_blocks}, switch_every={self.switch_every}, "
+                f"order={self.order!r})")
 
 
 def _check_tau(tau) -> torch.Tensor:
@@ -118,12 +174,21 @@ def check_depth_biased_schedule(fn: Callable[[int, float, int], Sequence[int]]) 
             if len(got) != steps:
                 raise AssertionError(f"n_blocks={n}, c={c}: asked for {steps} steps, got "
                                      f"{len(got)} block indices")
+            if any(not 0 <= b < n for b in got):
+                raise AssertionError(f"n_blocks={n}, c={c}: some picks lie outside "
+                                     f"range({n}). Hint: blocks are numbered from 0")
             if got != want:
                 k = next(k for k, (a, b) in enumerate(zip(got, want)) if a != b)
-                hint = ("block i's time is tau_i = N + c (N - i), with i = 0 nearest the "
-                        "input" if k == 0 else
-                        "after a pick, advance that block's next free time by its own "
-                        "tau_i, and break ties by the lowest index")
+                counts = [got.count(b) for b in range(n)]
+                if k == 0:
+                    hint = ("the very first pick differs: which block is free earliest at "
+                            "the start, and which end of the network is block 0?")
+                elif counts == [want.count(b) for b in range(n)]:
+                    hint = ("each block is picked the right number of times, but in a "
+                            "different order: look at how you break ties")
+                else:
+                    hint = ("the frequencies drift: after a pick, what should that block's "
+                            "next free time become?")
                 raise AssertionError(f"n_blocks={n}, c={c}: the first {k} picks agree, "
                                      f"step {k} does not. Hint: {hint}")
         return "your schedule matches the depth-biased schedule on 5 settings"
@@ -142,10 +207,11 @@ def check_expected_depth(fn: Callable[[int, float], float]) -> ExerciseVerdict:
             want = expected_backward_depth(depth_biased_tau(n, c))
             got = float(fn(n, c))
             if not math.isclose(got, want, rel_tol=1e-9, abs_tol=1e-9):
+                side = "too large" if got > want else "too small"
                 raise AssertionError(
-                    f"n_blocks={n}, c={c}: got {got:.6f}, which is not the expected depth. "
-                    "Hint: block i is visited with frequency proportional to 1/tau_i, and "
-                    "its backward pass runs through N - i blocks")
+                    f"n_blocks={n}, c={c}: got {got:.6f}, {side}. Hint: check your answer "
+                    "at c = 0 and as c grows against what the schedule does there, and "
+                    "that the visit frequencies you weight by sum to one")
         return "your expected depth matches the formula on 5 settings"
 
     return grade_exercise(fn, trial)

@@ -1,4 +1,10 @@
-"""Majority vote over simulated workers that exchange only gradient signs."""
+"""Majority vote over simulated workers that exchange only gradient signs, and its fair
+baseline: full-precision averaging of the same workers' gradients.
+
+The message format is one bit per coordinate (:func:`pack_signs`): a worker cannot send a
+zero, so a gradient entry that is exactly 0 travels as +1 (:func:`wire_signs`). The
+simulation here and the real multi-process version in :mod:`.distributed` use the same
+format, so the two agree bit for bit."""
 from __future__ import annotations
 
 import math
@@ -64,15 +70,39 @@ def pack_signs(g: torch.Tensor) -> torch.Tensor:
     return (bits * weights).sum(dim=1).to(torch.uint8)              # (ceil(n/8),) bytes
 
 
+def wire_signs(g: torch.Tensor) -> torch.Tensor:
+    """The signs a worker's 1-bit message carries: +1 where ``g >= 0``, -1 elsewhere.
+
+    g: any shape; returns a tensor of g's shape and dtype with entries in {-1, +1}. This is
+    exactly what :func:`unpack_signs` recovers from :func:`pack_signs` (0 travels as +1)."""
+    return torch.where(g >= 0, 1.0, -1.0).to(g.dtype)
+
+
+def unpack_signs(packed: torch.Tensor, numel: int) -> torch.Tensor:
+    """Inverse of :func:`pack_signs`: (..., ceil(numel/8)) uint8 -> (..., numel) float32 in
+    {-1, +1}. Leading dimensions (e.g. one row per worker) are kept."""
+    if not isinstance(packed, torch.Tensor) or packed.dtype != torch.uint8:
+        raise TypeError("packed must be a uint8 tensor made by pack_signs")
+    if isinstance(numel, bool) or not isinstance(numel, int) or numel < 0:
+        raise ValueError(f"numel must be an int >= 0, got {numel!r}")
+    if packed.shape[-1] != -(-numel // 8):
+        raise ValueError(f"{numel} signs need {-(-numel // 8)} bytes, got {packed.shape[-1]}")
+    shifts = torch.arange(7, -1, -1, device=packed.device, dtype=torch.uint8)
+    bits = (packed.unsqueeze(-1) >> shifts) & 1                     # (..., bytes, 8)
+    bits = bits.reshape(*packed.shape[:-1], -1)[..., :numel]        # (..., numel)
+    return bits.to(torch.float32) * 2 - 1
+
+
 def mv_step(opt: ABSignSGD, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
             loss_fn: Callable = nn.functional.cross_entropy) -> dict:
     """One step of ABSignSGD with majority vote over M simulated workers.
 
     Each worker computes the active block's gradient on its own minibatch (x: (M, B, ...),
-    y: (M, B)) and sends only its signs; the server takes the majority and every worker applies
-    ``x_block <- x_block - lr * vote`` (weight decay as in :class:`ABSignSGD`). Returns the bytes
-    each direction would carry: ``sign_bytes`` (all workers' packed signs) and ``fp32_bytes`` (the
-    same gradients sent as float32, as plain distributed SGD would).
+    y: (M, B)) and sends only its signs, one bit each (:func:`wire_signs`); the server takes the
+    majority and every worker applies ``x_block <- x_block - lr * vote`` (weight decay as in
+    :class:`ABSignSGD`). Returns the bytes the workers upload: ``sign_bytes`` (all workers'
+    packed signs) and ``fp32_bytes`` (the same gradients sent as float32, as
+    :func:`average_step` sends them).
     """
     if not isinstance(opt, ABSignSGD):
         raise TypeError(f"opt must be an ABSignSGD, got {type(opt).__name__}")
@@ -82,12 +112,34 @@ def mv_step(opt: ABSignSGD, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
     sign_bytes = fp32_bytes = 0
     with torch.no_grad():
         for p, g in zip(params, grads):
-            signs = torch.sign(g)                                    # (M, *shape) what workers send
+            signs = wire_signs(g)                                    # (M, *shape) what workers send
             sign_bytes += sum(pack_signs(s).numel() for s in signs)  # count the packed bytes
             fp32_bytes += g.to(torch.float32).numel() * 4
             p.grad = majority_vote(signs)                            # the server's 1-bit reply
     opt.step()
     return {"sign_bytes": sign_bytes, "fp32_bytes": fp32_bytes}
+
+
+def average_step(opt: ABSignSGD, model: nn.Module, x: torch.Tensor, y: torch.Tensor,
+                 loss_fn: Callable = nn.functional.cross_entropy) -> dict:
+    """The fair baseline for :func:`mv_step`: the same M workers and minibatches, but each
+    sends its full fp32 block gradient; the server averages them and ABSignSGD steps on the
+    sign of the average, ``x_block <- x_block - lr * sign(mean_m g_m)``.
+
+    This is sign descent on the pooled batch of M*B samples: what the vote would do if
+    communication were free. Returns ``fp32_bytes``, the bytes the workers upload.
+    """
+    if not isinstance(opt, ABSignSGD):
+        raise TypeError(f"opt must be an ABSignSGD, got {type(opt).__name__}")
+    params = opt.param_groups[opt.active_block]["params"]
+    grads = worker_block_gradients(model, params, x, y, loss_fn)     # list of (M, *shape)
+    fp32_bytes = 0
+    with torch.no_grad():
+        for p, g in zip(params, grads):
+            fp32_bytes += g.to(torch.float32).numel() * 4
+            p.grad = g.mean(0)                                       # the server's average
+    opt.step()
+    return {"fp32_bytes": fp32_bytes}
 
 
 
