@@ -129,6 +129,14 @@ def scorecard() -> None:
     readme = (ROOT / "README.md").read_text()
     readme = replace_between(readme, "chapters", "\n".join(rows))
     (ROOT / "README.md").write_text(readme)
+
+    # The instructor page's table of every chapter's exercises, read from the notebooks.
+    sys.path.insert(0, str(ROOT / "tools"))
+    import classroom
+
+    page = (ROOT / "book" / "instructors.md").read_text()
+    table = classroom.exercise_table([ROOT / "notebooks" / f"{ch}.ipynb" for ch in chapters])
+    (ROOT / "book" / "instructors.md").write_text(replace_between(page, "exercises", table))
     print(f"[tasks] scorecard: {len(chapters)} chapters, {len(results)} recorded runs, "
           f"{len(sweeps)} seed sweeps", flush=True)
 
@@ -266,6 +274,30 @@ def seeds(argv: list[str]) -> None:
     print(f"[seeds] sweep wall time {time.time() - t0:.0f} s", flush=True)
 
 
+def assign(argv: list[str]) -> None:
+    """The classroom kit: write each chosen chapter (all by default) as an otter-grader
+    assignment under classroom/NN-slug/ (master, student version, autograder zip).
+    Grade a submission with ``otter run -a classroom/NN-slug/autograder/*.zip SUBMISSION``."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import classroom
+
+    out, names, args = ROOT / "classroom", [], list(argv)
+    while args:
+        a = args.pop(0)
+        if a == "--out" and args:
+            out = Path(args.pop(0)).resolve()
+        elif a.startswith("-"):
+            sys.exit("usage: python3 tasks.py assign [CHAPTER ...] [--out DIR]")
+        else:
+            names.append(a)
+    for ch in dict.fromkeys(resolve_chapters(names)):
+        folder = classroom.assign(ROOT / "notebooks" / f"{ch}.ipynb", out)
+        points = classroom.question_points(folder)
+        print(f"[assign] {folder}: student/{ch}.ipynb, autograder "
+              f"{classroom.autograder_zip(folder).name}; "
+              f"{sum(points.values()):g} autograded points in {len(points)} questions", flush=True)
+
+
 def set_repo() -> None:
     """Point every notebook's Colab badge and install cell at the repository in _config.yml."""
     url = repo_url()
@@ -315,40 +347,51 @@ def noexec_config() -> Path:
 
 
 def test() -> None:
-    steps = {}
+    steps, secs = {}, {}
+
+    def step(name: str, cmd: list, env: dict) -> None:
+        t = time.time()
+        steps[name] = (jupyter_book(cmd[1:], env=env, check=False) if cmd[0] == "jupyter-book"
+                       else run(cmd, env=env, check=False))
+        secs[name] = time.time() - t
+
     t0 = time.time()
-    steps["library and notebook-shape tests"] = run(
-        [sys.executable, "-m", "pytest", "tests", "-q", "-n", "2"], env=quiet_env(threads=1), check=False)
-    t1 = time.time()
+    step("library and notebook-shape tests",
+         [sys.executable, "-m", "pytest", "tests", "-q", "-n", "2", "-m", "not classroom"],
+         quiet_env(threads=1))
     # Each notebook in its own kernel, two at a time, one torch thread each (two default-threaded
     # torch processes on two cores thrash). The claim checks inside fail a notebook's cell.
-    steps["every notebook under nbval"] = run(
-        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-cell-timeout", "600", "-q", "-n", "2", "--dist", "loadfile",
-         "notebooks"],
-        env=quiet_env(threads=1), check=False)
-    t2 = time.time()
+    step("every notebook under nbval",
+         [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-cell-timeout", "600", "-q", "-n", "2",
+          "--dist", "loadfile", "notebooks"], quiet_env(threads=1))
+    # The classroom kit: every chapter's student version is generated, then run and graded by
+    # otter-grader three times (stubs, reference solutions, a wrong answer).
+    step("classroom kit: assign and grade every chapter",
+         [sys.executable, "-m", "pytest", "tests", "-q", "-n", "2", "-m", "classroom"],
+         quiet_env(threads=1))
     scorecard()
-    steps["book build, warnings as errors, no re-execution"] = jupyter_book(
-        ["--all", "-W", "-n", "--keep-going", "--config", noexec_config(), "--path-output", ROOT / "_build" / "check"],
-        env=quiet_env(), check=False)
-    t3 = time.time()
+    step("book build, warnings as errors, no re-execution",
+         ["jupyter-book", "--all", "-W", "-n", "--keep-going", "--config", noexec_config(),
+          "--path-output", ROOT / "_build" / "check"], quiet_env())
     print("\n[tasks] test summary")
-    for (name, rc), secs in zip(steps.items(), (t1 - t0, t2 - t1, t3 - t2)):
-        print(f"[tasks]   {'ok    ' if rc == 0 else 'FAILED'} {name} ({secs:.0f} s)")
-    print(f"[tasks]   total {t3 - t0:.0f} s")
+    for name, rc in steps.items():
+        print(f"[tasks]   {'ok    ' if rc == 0 else 'FAILED'} {name} ({secs[name]:.0f} s)")
+    print(f"[tasks]   total {time.time() - t0:.0f} s")
     sys.exit(0 if all(rc == 0 for rc in steps.values()) else 1)
 
 
 COMMANDS = {"build": build, "test": test, "scorecard": scorecard, "set-repo": set_repo,
-            "env": lambda: None, "seeds": seeds}
+            "env": lambda: None, "seeds": seeds, "assign": assign}
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS or (sys.argv[1] != "seeds" and len(sys.argv) != 2):
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS or (
+            sys.argv[1] not in ("seeds", "assign") and len(sys.argv) != 2):
         sys.exit(f"usage: python3 tasks.py {{{'|'.join(COMMANDS)}}}  "
-                 "(seeds takes [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] [--jobs 2])")
+                 "(seeds takes [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] [--jobs 2]; "
+                 "assign takes [CHAPTER ...] [--out DIR])")
     if sys.argv[1] != "set-repo":
         ensure_env(sys.argv[1:])
-    if sys.argv[1] == "seeds":
-        seeds(sys.argv[2:])
+    if sys.argv[1] in ("seeds", "assign"):
+        COMMANDS[sys.argv[1]](sys.argv[2:])
     else:
         COMMANDS[sys.argv[1]]()

@@ -137,13 +137,15 @@ EXERCISE_STATUSES = ("not done yet", "wrong", "correct")
 
 class ExerciseVerdict(str):
     """What an exercise's check function answers: a line of text for the student, with its
-    ``status`` ("not done yet", "wrong" or "correct") for a grader or a test."""
+    ``status`` ("not done yet", "wrong" or "correct") for a grader or a test, and ``crashed``
+    (the student's function raised an error instead of returning)."""
 
-    def __new__(cls, status: str, message: str):
+    def __new__(cls, status: str, message: str, crashed: bool = False):
         if status not in EXERCISE_STATUSES:
             raise ValueError(f"status must be one of {EXERCISE_STATUSES}, got {status!r}")
         obj = super().__new__(cls, f"{status}: {message}")
         obj.status = status
+        obj.crashed = crashed
         return obj
 
     def __bool__(self) -> bool:  # `assert check(fn)` passes only on a correct answer
@@ -168,5 +170,6 @@ def grade_exercise(fn, trial) -> ExerciseVerdict:
     except AssertionError as err:
         return ExerciseVerdict("wrong", f"because {err}")
     except Exception as err:  # the student's code crashed: name the error, do not hide it
-        return ExerciseVerdict("wrong", f"because your function raised {type(err).__name__}: {err}")
+        return ExerciseVerdict("wrong", f"because your function raised {type(err).__name__}: {err}",
+                               crashed=True)
     return ExerciseVerdict("correct", message)

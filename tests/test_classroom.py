@@ -1,0 +1,143 @@
+"""The classroom kit end to end, per chapter: generate the otter-grader assignment, then run and
+grade the student version three ways with otter itself.
+
+* as handed out (stubs): every check prints "not done yet", no cell fails, the chapter's claims
+  still run to the last cell, and the autograded score is 0;
+* with the reference solutions (otter's autograder notebook): full points;
+* with a wrong answer that runs (the reference's result perturbed): 1 point of 3 per check,
+  and the feedback carries the check function's hint ("wrong: because ...").
+
+Each grading executes the whole chapter, so this runs as its own step of the test command
+(``-m classroom``), two chapters at a time.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import classroom  # noqa: E402
+from iclr26.claims import chapters_in_toc  # noqa: E402
+
+pytestmark = pytest.mark.classroom
+CHAPTERS = chapters_in_toc(ROOT / "_toc.yml")
+
+# A wrong answer that still runs: the reference's result, nudged. Numbers become 1.5 x + 0.1
+# (so neither a scale- nor a shift-invariant check can accept it), booleans flip.
+PERTURB = '''
+def _kit_perturb(out):
+    import numpy as _np
+    import torch as _torch
+    if isinstance(out, _torch.Tensor):
+        return ~out if out.dtype == _torch.bool else (out * 1.5 + 0.1).to(out.dtype)
+    if isinstance(out, _np.ndarray):
+        return ~out if out.dtype == bool else (out * 1.5 + 0.1).astype(out.dtype)
+    if isinstance(out, bool):
+        return not out
+    if isinstance(out, (int, float)):
+        return type(out)(out * 1.5 + 1)
+    if isinstance(out, (list, tuple)):
+        return type(out)(_kit_perturb(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _kit_perturb(v) for k, v in out.items()}
+    return out
+'''
+
+
+def wrong_cell(reference: str, names: list[str]) -> str:
+    wrappers = "".join(f"\n_kit_ref_{n} = {n}\n\n\ndef {n}(*args, **kwargs):\n"
+                       f"    return _kit_perturb(_kit_ref_{n}(*args, **kwargs))\n" for n in names)
+    return reference.rstrip() + "\n" + PERTURB + wrappers
+
+
+def stub_names(source: str) -> list[str]:
+    return [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
+
+
+def grade(submission: Path, folder: Path):
+    from otter.api import grade_submission
+
+    # debug=True: a cell that raises fails the grading (otter otherwise ignores errors)
+    return grade_submission(str(submission), str(classroom.autograder_zip(folder)), quiet=True,
+                            debug=True)
+
+
+def messages(result) -> str:
+    return "\n".join(getattr(tc, "message", "") or "" for r in result.results.values()
+                     for tc in getattr(r, "test_case_results", []))
+
+
+def outputs(nb) -> list[str]:
+    texts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            texts.append(out.get("text", "") or "".join(out.get("data", {}).get("text/plain", "")))
+    return texts
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_assignment_grades_stubs_reference_and_wrong_answers(chapter, tmp_path, monkeypatch):
+    monkeypatch.setenv("ICLR26_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("ICLR26_PROGRESS", "0")
+    source = ROOT / "notebooks" / f"{chapter}.ipynb"
+    folder = classroom.assign(source, tmp_path / "kit")
+    points = classroom.question_points(folder)
+    student_path = folder / "student" / f"{chapter}.ipynb"
+    student = nbformat.read(student_path, as_version=4)
+    exercises = classroom._exercises(nbformat.read(source, as_version=4), chapter)
+    coding = {label: e for label, e in exercises.items() if e["code"]}
+    assert set(points) == set(coding), "every coding exercise is one autograded question"
+
+    # The student version hides every solution: no reference code, no solution directive.
+    text = "\n".join(c.source for c in student.cells)
+    assert "{solution}" not in text
+    for e in coding.values():
+        body = [ln for ln in e["code"].splitlines() if ln.strip() and not ln.lstrip().startswith(
+            ("def ", "#", '"""', "return", "import", "from "))]
+        assert not any(ln in text for ln in body if len(ln.strip()) > 12), "reference code leaked"
+    assert text.count("raise NotImplementedError") >= len(coding)
+
+    # 1. As handed out: nothing crashes, the claims run to the end, every check is "not done yet".
+    stub = grade(student_path, folder)
+    assert stub.total == 0 and stub.possible == sum(points.values())
+    executed = outputs(stub.notebook)
+    n_checks = sum(len(classroom.split_stub(c.source)[1])
+                   for c in nbformat.read(source, as_version=4).cells
+                   if c.cell_type == "code" and "exercise" in c.metadata.get("tags", []))
+    assert sum("not done yet" in o for o in executed) >= n_checks
+    # (otter appends its own grading cells after the chapter's last one)
+    last = [c for c in stub.notebook.cells if c.cell_type == "code" and "log.finish()" in c.source]
+    assert last and last[-1].outputs, "the chapter ran to its last cell"
+
+    # 2. The reference solutions (otter's autograder notebook): full points.
+    reference = grade(folder / "autograder" / f"{chapter}.ipynb", folder)
+    assert reference.total == reference.possible == sum(points.values()), messages(reference)
+
+    # 3. A wrong answer that runs: the "runs" cases pass, the "correct" ones fail with a hint.
+    wrong_nb = nbformat.read(student_path, as_version=4)
+    stubs = [c for c in wrong_nb.cells if c.cell_type == "code"
+             and "raise NotImplementedError" in c.source and "def " in c.source]
+    assert len(stubs) == len(coding)
+    for cell, e in zip(stubs, coding.values()):
+        cell.source = wrong_cell(e["code"], stub_names(cell.source))
+    wrong_path = tmp_path / "wrong" / f"{chapter}.ipynb"
+    wrong_path.parent.mkdir()
+    nbformat.write(wrong_nb, wrong_path)
+    wrong = grade(wrong_path, folder)
+    expected = classroom.RUNS_POINTS * n_checks
+    assert wrong.total == expected, messages(wrong)
+    assert 0 < wrong.total < wrong.possible
+    assert "wrong: because" in messages(wrong)
+    # The points, for a person to read (the closing note of a change quotes them).
+    report = ROOT / "_build" / "classroom"
+    report.mkdir(parents=True, exist_ok=True)
+    (report / f"{chapter}.json").write_text(json.dumps(
+        {"stub": stub.total, "reference": reference.total, "wrong": wrong.total,
+         "possible": stub.possible}) + "\n")
