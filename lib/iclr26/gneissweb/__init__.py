@@ -11,7 +11,8 @@ from .dedup import (check_duplicate_mask, concat_with_separators, dedup_docs, du
                     suffix_array_doubling)
 from .filters import (Annotators, EnsembleRule, HashedFastText, ensemble_keep, keep_top, mcalpine_eflaw, precision,
                       single_filter_scores, stream_pipeline, tokens_per_char, train_bpe)
-from .lm import CharMLP, bits_per_char, cloze_accuracy, continuation_logprob, train_char_lm
+from .lm import (CharMLP, bits_per_char, cloze_accuracy, cloze_scores, continuation_logprob,
+                 paired_lower_bound, train_char_lm)
 
 __all__ = [
     "CATEGORIES", "GOOD_KINDS", "JUNK_KINDS", "Doc", "cloze_items", "iter_web_corpus", "make_boilerplate_blocks",
@@ -20,5 +21,5 @@ __all__ = [
     "lcp_kasai_python", "remove_repeats", "suffix_array", "suffix_array_doubling", "Annotators", "EnsembleRule",
     "HashedFastText", "ensemble_keep", "keep_top", "mcalpine_eflaw", "precision", "single_filter_scores",
     "stream_pipeline", "tokens_per_char", "train_bpe", "CharMLP", "bits_per_char", "cloze_accuracy",
-    "continuation_logprob", "train_char_lm",
+    "continuation_logprob", "train_char_lm", "cloze_scores", "paired_lower_bound",
 ]

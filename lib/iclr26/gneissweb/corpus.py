@@ -272,15 +272,24 @@ def iter_web_corpus(n_docs: int, seed: int, facts: list[dict], blocks: list[str]
         yield from make_web_corpus(min(chunk, n_docs - start), seed * 100_003 + start, facts, blocks, **kwargs)
 
 
-def cloze_items(facts: list[dict], n_options: int = 4, seed: int = 0) -> list[tuple[str, list[str], int]]:
-    """Cloze questions over the fact table, two per entity: ("The capital of E is ", [4 candidate
-    capitals + "."], index of the right one) and ("E lies on the river ", [4 rivers + ","], index).
-    Distractors are other entities' capitals / rivers, so only the fact itself tells them apart."""
+CLOZE_TEMPLATES = (("C", "The capital of {E} is ", "."), ("R", "{E} lies on the river ", ","),
+                   ("E", "{C} is the largest city in ", ","), ("C", "The river {R} flows through ", " "))
+
+
+def cloze_items(facts: list[dict], n_options: int = 4, seed: int = 0,
+                templates=CLOZE_TEMPLATES) -> list[tuple[str, list[str], int]]:
+    """Cloze questions over the fact table, one per entity and template, e.g. ("The capital of
+    E is ", [4 candidate capitals + "."], index of the right one). The default templates ask
+    for the capital, the river, the country of a capital and the city on a river: four facts
+    the general prose states, each with a unique answer per entity. Distractors are other
+    entities' values of the same field, so only the fact itself tells them apart."""
     if not isinstance(n_options, int) or n_options < 2 or n_options > len(facts):
         raise ValueError(f"n_options must be an int in [2, {len(facts)}], got {n_options!r}")
+    if not templates:
+        raise ValueError("templates must be non-empty (key, prompt, ending) triples")
     rng = np.random.default_rng(seed)
     items = []
-    for key, prompt, end in (("C", "The capital of {E} is ", "."), ("R", "{E} lies on the river ", ",")):
+    for key, prompt, end in templates:
         for i, f in enumerate(facts):
             others = rng.choice([j for j in range(len(facts)) if j != i], size=n_options - 1, replace=False)
             options = [f[key]] + [facts[int(j)][key] for j in others]

@@ -189,6 +189,9 @@ def dedup_docs(docs: Sequence[str], L: int) -> tuple[list[str], float]:
     Returns (deduplicated docs, fraction of bytes removed). Separators are never removed (they are
     unique), so every document keeps its slot, possibly as an empty string.
     """
+    if isinstance(docs, (str, bytes)):
+        raise TypeError("docs must be a sequence of str (one per document), not a single "
+                        f"{type(docs).__name__}; wrap one document as [text]")
     symbols, starts = concat_with_separators(docs)
     mask = duplicate_mask(symbols, L)
     out = []
@@ -204,8 +207,15 @@ def remove_repeats(docs: Sequence[str], L: int, shards: int = 1) -> tuple[list[s
     """Sharded exact-substring dedup: split ``docs`` into ``shards`` contiguous, near-equal shards
     (GneissWeb: one parquet file each), deduplicate each shard alone, and return the docs in their
     original order with the overall fraction of bytes removed. Memory: one shard's suffix array."""
-    if not isinstance(shards, int) or shards < 1:
+    if isinstance(docs, (str, bytes)):
+        # a str is itself a sequence (of characters): refuse it rather than treat each
+        # character as a document
+        raise TypeError("docs must be a sequence of str (one per document), not a single "
+                        f"{type(docs).__name__}; wrap one document as [text]")
+    if not isinstance(shards, int) or isinstance(shards, bool) or shards < 1:
         raise ValueError(f"shards must be a positive int, got {shards!r}")
+    if not isinstance(L, (int, np.integer)) or isinstance(L, bool) or L < 1:
+        raise ValueError(f"L must be a positive int, got {L!r}")
     bounds = np.linspace(0, len(docs), shards + 1).round().astype(int)
     out, removed, total = [], 0.0, 0
     for a, b in zip(bounds[:-1], bounds[1:]):
@@ -266,11 +276,9 @@ def _trial_duplicate_mask(fn, trials: int, seed: int) -> str:
         got = got.astype(bool)
         extra, missed = got & ~want, want & ~got
         assert not extra.any(), (
-            f"{case}: you remove {int(extra.sum())} position(s) that no repeated "
-            "window covers; the first copy of a repeat must stay, and a window counts "
-            "only if the same L symbols occur earlier")
+            f"{case}: you remove {int(extra.sum())} position(s) that lie in no later "
+            "copy of a repeated L-window; the first copy must stay")
         assert not missed.any(), (
-            f"{case}: {int(missed.sum())} position(s) of a later copy survive; every "
-            "position p whose window s[p:p+L] also starts earlier removes all of "
-            "[p, p+L), not only p")
+            f"{case}: {int(missed.sum())} position(s) inside a later copy of a repeated "
+            "L-window survive; reread the keep-first definition in Derive")
     return f"all {trials} cases match the keep-first definition"

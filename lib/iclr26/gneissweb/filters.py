@@ -71,27 +71,6 @@ def tokens_per_char(texts: Sequence[str], tokenizer) -> np.ndarray:
     return np.array([len(e.ids) / max(len(t), 1) for e, t in zip(enc, texts)], dtype=np.float64)
 
 
-# ------------------------------------------------------------------------------------------- training
-class AdamState:
-    """Adam written out (Kingma & Ba), so that training needs nothing from ``torch.optim``:
-    m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;  theta <- theta - lr m_hat / (sqrt(v_hat) + eps)."""
-
-    def __init__(self, params: list[torch.Tensor], b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8):
-        self.params, self.b1, self.b2, self.eps, self.t = params, b1, b2, eps, 0
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
-
-    @torch.no_grad()
-    def step(self, lr: float) -> None:
-        self.t += 1
-        for p, m, v in zip(self.params, self.m, self.v):
-            if p.grad is None:
-                continue
-            m.mul_(self.b1).add_(p.grad, alpha=1 - self.b1)
-            v.mul_(self.b2).addcmul_(p.grad, p.grad, value=1 - self.b2)
-            p -= lr * (m / (1 - self.b1 ** self.t)) / ((v / (1 - self.b2 ** self.t)).sqrt() + self.eps)
-
-
 # ------------------------------------------------------------------------------------------- fastText
 class HashedFastText(nn.Module):
     """fastText in torch: a document is the mean of the embeddings of its hashed word n-grams
@@ -146,27 +125,42 @@ class HashedFastText(nn.Module):
 
     def fit(self, texts: Sequence[str], labels: Sequence[int], epochs: int = 4, lr: float = 0.1,
             batch: int = 64, seed: int = 0) -> "HashedFastText":
-        """Train on cross-entropy over shuffled mini-batches of documents with Adam (``adam_step``;
-        fastText itself uses per-example SGD, which needs many more, cheaper steps). Returns self."""
-        y = torch.as_tensor(np.asarray(labels), dtype=torch.int64)
+        """Train on cross-entropy over shuffled mini-batches of documents with
+        ``torch.optim.Adam`` (fastText itself uses per-example SGD, which needs many more,
+        cheaper steps). ``labels`` are class ids: ints (or bools), never floats. Returns self."""
+        if isinstance(texts, str):
+            raise TypeError("texts must be a sequence of str, not one str")
+        texts = list(texts)
+        if not texts:
+            raise ValueError("texts must be non-empty: there is nothing to fit")
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("texts must all be str")
+        lab = np.asarray(labels)
+        if lab.dtype == bool:
+            lab = lab.astype(np.int64)
+        if not np.issubdtype(lab.dtype, np.integer):
+            # casting 0.7 to int64 would silently make it class 0
+            raise TypeError(f"labels must be integer class ids, got dtype {lab.dtype}")
+        y = torch.as_tensor(lab, dtype=torch.int64)
         if y.ndim != 1 or y.numel() != len(texts):
             raise ValueError(f"labels must be (n,) with n = len(texts) = {len(texts)}, got {tuple(y.shape)}")
         if y.min() < 0 or y.max() >= self.out.out_features:
             raise ValueError(f"labels must lie in [0, {self.out.out_features}), got range [{int(y.min())}, {int(y.max())}]")
+        if not isinstance(epochs, int) or epochs < 1 or not isinstance(batch, int) or batch < 1:
+            raise ValueError(f"epochs and batch must be positive ints, got {epochs!r}, {batch!r}")
         gen = torch.Generator().manual_seed(seed)
-        texts = list(texts)
         ids_all, offs_all = self.featurize(texts)                  # hash once
         bounds = torch.cat([offs_all, torch.tensor([ids_all.numel()], device=offs_all.device)])
-        state = AdamState(list(self.parameters()))
+        opt = torch.optim.Adam(self.parameters(), lr=lr)
         for _ in range(epochs):
             for idx in torch.randperm(len(texts), generator=gen).split(batch):
                 pieces = [ids_all[bounds[i]: bounds[i + 1]] for i in idx.tolist()]
                 lens = torch.tensor([p.numel() for p in pieces])
                 offs = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)[:-1]]).to(ids_all.device)
                 loss = nn.functional.cross_entropy(self(torch.cat(pieces), offs), y[idx].to(ids_all.device))
-                self.zero_grad(set_to_none=True)
+                opt.zero_grad(set_to_none=True)
                 loss.backward()
-                state.step(lr)
+                opt.step()
         return self
 
     @torch.no_grad()

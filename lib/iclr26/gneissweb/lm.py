@@ -15,7 +15,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from .filters import AdamState
 
 VOCAB = 128
 
@@ -59,7 +58,7 @@ def windows(codes: torch.Tensor, context: int) -> tuple[torch.Tensor, torch.Tens
 def train_char_lm(text: str, steps: int, batch: int = 512, lr: float = 1e-2, seed: int = 0, context: int = 24,
                   emb: int = 16, hidden: int = 256, device: str | torch.device = "cpu") -> CharMLP:
     """Train a CharMLP on ``steps`` batches of ``batch`` random positions of ``text`` with Adam
-    (``AdamState``), learning rate decayed by a cosine. The character budget is steps * batch, whatever the text.
+    (``torch.optim.Adam``), learning rate decayed by a cosine. The character budget is steps * batch, whatever the text.
     """
     codes = encode(text).to(device)
     if codes.numel() < context + 2:
@@ -69,16 +68,20 @@ def train_char_lm(text: str, steps: int, batch: int = 512, lr: float = 1e-2, see
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model = CharMLP(context, emb, hidden).to(device)
-    adam = AdamState(list(model.parameters()))
+    adam = torch.optim.Adam(model.parameters(), lr=lr)
+    # cosine decay from lr to 0 over the run: factor for step t (0-based) is
+    # 0.5 (1 + cos(pi t / steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        adam, lambda t: 0.5 * (1 + math.cos(math.pi * t / steps)))
     offsets = torch.arange(-context, 0, device=device)
     for t in range(1, steps + 1):
         pos = torch.randint(context, codes.numel(), (batch,), generator=gen).to(device)
         logits = model(codes[pos[:, None] + offsets])                  # (b, 128)
         loss = nn.functional.cross_entropy(logits, codes[pos])
-        model.zero_grad(set_to_none=True)
+        adam.zero_grad(set_to_none=True)
         loss.backward()
-        rate = lr * 0.5 * (1 + math.cos(math.pi * (t - 1) / steps))
-        adam.step(rate)
+        adam.step()
+        sched.step()
     return model.eval()
 
 
@@ -103,16 +106,54 @@ def continuation_logprob(model: CharMLP, prompt: str, options: Sequence[str]) ->
     """(k,) total log-probability (nats) of each option's characters after ``prompt``."""
     dev = model.head.weight.device
     out = []
+    if isinstance(prompt, str) is False or isinstance(options, str):
+        raise TypeError("prompt must be a str and options a sequence of str")
+    if len(options) == 0:
+        raise ValueError("options must be non-empty: a cloze item needs candidates to rank")
     for o in options:
+        if not isinstance(o, str) or not o:
+            raise ValueError(f"each option must be a non-empty str, got {o!r}")
         x, y = windows(encode(prompt + o).to(dev), model.context)
         logp = torch.log_softmax(model(x), dim=-1).gather(1, y[:, None])[:, 0]
         out.append(logp[len(prompt):].sum())
     return torch.stack(out)
 
 
+def _check_items(items) -> None:
+    if isinstance(items, (str, tuple)) or not len(items):
+        raise ValueError("items must be a non-empty list of (prompt, options, answer) tuples")
+    for i, it in enumerate(items):
+        if len(it) != 3:
+            raise ValueError(f"items[{i}] must be (prompt, options, answer), got {it!r}")
+        _, opts, a = it
+        if isinstance(a, bool) or not isinstance(a, (int, np.integer)) or not 0 <= a < len(opts):
+            raise ValueError(f"items[{i}]: answer must be an int index into its {len(opts)} "
+                             f"options, got {a!r}")
+
+
+def cloze_scores(model: CharMLP, items: Sequence[tuple[str, Sequence[str], int]]) -> np.ndarray:
+    """(n,) probability the model gives the right option of each (prompt, options, answer)
+    item, renormalised over that item's options: softmax of the options' total log-probs.
+    1/k is chance for k options; a per-item score for paired tests between two models."""
+    _check_items(items)
+    out = [torch.softmax(continuation_logprob(model, p, opts), 0)[a].item()
+           for p, opts, a in items]
+    return np.asarray(out, dtype=np.float64)
+
+
 def cloze_accuracy(model: CharMLP, items: Sequence[tuple[str, Sequence[str], int]]) -> float:
     """Fraction of (prompt, options, answer) items where the answer has the highest log-probability."""
-    if not items:
-        raise ValueError("items must be non-empty")
+    _check_items(items)
     hits = [int(continuation_logprob(model, p, opts).argmax()) == a for p, opts, a in items]
     return float(np.mean(hits))
+
+
+def paired_lower_bound(diff, z: float = 2.326) -> float:
+    """One-sided lower confidence bound mean(diff) - z * sd(diff) / sqrt(n) of a mean paired
+    difference (z = 2.326: 99 % under the normal approximation). Needs n >= 2 finite values."""
+    d = np.asarray(diff, dtype=np.float64)
+    if d.ndim != 1 or d.size < 2 or not np.isfinite(d).all():
+        raise ValueError(f"diff must be a 1-d array of >= 2 finite values, got shape {d.shape}")
+    if not z > 0:
+        raise ValueError(f"z must be positive, got {z}")
+    return float(d.mean() - z * d.std(ddof=1) / np.sqrt(d.size))
