@@ -95,13 +95,21 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(chapter, tmp_path, 
     coding = {label: e for label, e in exercises.items() if e["code"]}
     assert set(points) == set(coding), "every coding exercise is one autograded question"
 
-    # The student version hides every solution: no reference code, no solution directive.
+    # The student version hides every solution: no solution directive, and no line of a
+    # reference solution that the chapter does not also show outside its solutions (a line
+    # such as tau's formula may be shown in the chapter's own derivation).
     text = "\n".join(c.source for c in student.cells)
     assert "{solution}" not in text
-    for e in coding.values():
-        body = [ln for ln in e["code"].splitlines() if ln.strip() and not ln.lstrip().startswith(
-            ("def ", "#", '"""', "return", "import", "from "))]
-        assert not any(ln in text for ln in body if len(ln.strip()) > 12), "reference code leaked"
+    chapter_nb = nbformat.read(source, as_version=4)
+    shown = "\n".join(classroom.DIRECTIVE_RE.sub("", c.source) if c.cell_type == "markdown"
+                      else c.source for c in chapter_nb.cells
+                      if "exercise" not in c.metadata.get("tags", []))
+    for label, e in coding.items():
+        hidden = [ln for ln in e["code"].splitlines()
+                  if len(ln.strip()) > 12 and not ln.lstrip().startswith(("def ", "#", "return"))
+                  and ln not in shown]
+        leaked = [ln for ln in hidden if ln in text]
+        assert not leaked, f"{label}: reference solution lines in the student version: {leaked}"
     assert text.count("raise NotImplementedError") >= len(coding)
 
     # 1. As handed out: nothing crashes, the claims run to the end, every check is "not done yet".

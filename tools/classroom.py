@@ -24,7 +24,9 @@ How a chapter maps onto otter's format:
 * a written exercise (no code in its solution) is a manually graded question whose hidden
   solution becomes otter's answer cell;
 * the chapter's Colab install cell also installs otter-grader, and an ordinary cell after it
-  starts otter's ``grader`` (otter's own init cell would run before the install cell).
+  starts otter's ``grader`` (otter's own init cell would run before the install cell);
+* the widget cells (tagged ``nbval-skip``) are tagged ``otter_ignore``: grading runs headless,
+  where an ``interact`` cell can hang.
 """
 from __future__ import annotations
 
@@ -151,6 +153,10 @@ def master_notebook(chapter_path: Path) -> nbformat.NotebookNode:
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            if "nbval-skip" in _tags(cell):
+                # the live widget cells: a headless executor can wait forever on an
+                # `interact` cell (see CONTRIBUTING), so otter's grading leaves them out
+                cell.metadata.setdefault("tags", []).append("otter_ignore")
             if index in stubs:
                 continue  # moved into its question, below
             if not installed and "google.colab" in cell.source:
