@@ -13,23 +13,27 @@ Layout of the package, in reading order:
                  triplet_hardest_negative, pretext_loss, pretext_weight; build_memory_bank, knn_cosine_score
     detector.py  PaAnoConfig, PaAno (fit / score / embed)
     evaluate.py  sklearn_patch_detector (IsolationForest, LOF, raw-patch kNN on the same windows);
-                 vus_pr, auc_pr (the TSB-AD benchmark's own code, package ``tsb-ad``);
+                 vus_pr (TSB-AD's VUS-PR, vectorised; vus_pr_reference calls its code), auc_pr
+                 (the TSB-AD benchmark's own code, package ``tsb-ad``);
                  check_patch_scores_to_points (the exercise)
 
-VUS-PR and AUC-PR come from TSB-AD's package (``pip install --no-deps tsb-ad``); this package does not
-re-implement them.
+AUC-PR and VUS-PR come from TSB-AD's package (``pip install --no-deps tsb-ad``); ``vus_pr`` keeps
+TSB-AD's range helpers and replaces only its loop over thresholds by prefix sums (tested equal
+to the package's own ``generate_curve`` to 1e-9).
 """
-from .data import ANOMALY_KINDS, Series, acf_period, load_tsb_ad_csv, load_tsb_ad_folder, make_synthetic_series
-from .detector import PaAno, PaAnoConfig
-from .evaluate import BASELINES, auc_pr, check_patch_scores_to_points, sklearn_patch_detector, vus_pr
-from .model import (PatchEncoder, PretextHead, build_memory_bank, knn_cosine_score, n_parameters,
+from .data import (ANOMALY_KINDS, KIND_CLASS, Series, acf_period, load_daphnet_s06r02e0, load_kdd_tsad_135, load_tsb_ad_csv, load_tsb_ad_folder, make_synthetic_series)
+from .detector import LOSSES, PaAno, PaAnoConfig
+from .evaluate import BASELINES, TSB_BASELINES, auc_pr, find_length_rank, tsb_ad_baseline, check_patch_scores_to_points, sklearn_patch_detector, vus_pr, vus_pr_reference
+from .model import (NEGATIVES, PatchEncoder, PretextHead, TransformerPatchEncoder, build_memory_bank, knn_cosine_score, n_parameters,
                     patch_scores_to_points, pretext_loss, pretext_weight, revin, sliding_patches,
                     triplet_hardest_negative)
 
 __all__ = [
-    "ANOMALY_KINDS", "Series", "acf_period", "load_tsb_ad_csv", "load_tsb_ad_folder", "make_synthetic_series",
+    "LOSSES", "NEGATIVES", "TransformerPatchEncoder", "TSB_BASELINES", "find_length_rank",
+    "tsb_ad_baseline", "load_daphnet_s06r02e0", "load_kdd_tsad_135",
+    "ANOMALY_KINDS", "KIND_CLASS", "Series", "acf_period", "load_tsb_ad_csv", "load_tsb_ad_folder", "make_synthetic_series",
     "PaAno", "PaAnoConfig", "BASELINES", "auc_pr", "check_patch_scores_to_points", "sklearn_patch_detector",
-    "vus_pr", "PatchEncoder", "PretextHead", "build_memory_bank", "knn_cosine_score", "n_parameters",
+    "vus_pr", "vus_pr_reference", "PatchEncoder", "PretextHead", "build_memory_bank", "knn_cosine_score", "n_parameters",
     "patch_scores_to_points", "pretext_loss", "pretext_weight", "revin", "sliding_patches",
     "triplet_hardest_negative",
 ]

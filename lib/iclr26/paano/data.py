@@ -1,4 +1,4 @@
-"""Data for the PaAno chapter: seeded synthetic series with six anomaly kinds, TSB-AD CSV files,
+"""Data for the PaAno chapter: seeded synthetic series with nine anomaly kinds, TSB-AD CSV files,
 and a period estimate for the VUS window."""
 from __future__ import annotations
 
@@ -10,7 +10,16 @@ from typing import Sequence
 
 import numpy as np
 
-ANOMALY_KINDS = ("spike", "frequency", "flat", "noise", "shape", "amplitude")
+ANOMALY_KINDS = ("spike", "context", "frequency", "flat", "noise", "shape", "amplitude",
+                 "level", "trend")
+# Where each kind sits in the usual taxonomy of time-series anomalies: a point anomaly is one
+# or a few steps (global: outside the normal range; contextual: inside it, wrong for its
+# phase); a collective one is a stretch whose pattern (shape, frequency, level, trend) is off.
+KIND_CLASS = {"spike": "point, global", "context": "point, contextual",
+              "frequency": "collective, frequency", "flat": "collective, shape",
+              "noise": "collective, shape", "shape": "collective, shape",
+              "amplitude": "collective, level", "level": "collective, level",
+              "trend": "collective, trend"}
 
 # ----------------------------------------------------------------------------------------- data
 
@@ -41,6 +50,11 @@ def _inject(seg: np.ndarray, kind: str, t: np.ndarray, period: float, noise: flo
         out = seg.copy()
         out[: min(L, 3)] += rng.choice([-1, 1]) * rng.uniform(3.0, 4.0) * scale
         return out
+    if kind == "context":  # a point anomaly inside the normal range: 3 steps moved by 1
+        out = seg.copy()  # towards the mean (0) and past it, so the values stay in the normal
+        head = out[: min(L, 3)]  # range (|x| <= 1.4) but are wrong for the phase
+        out[: min(L, 3)] = head - np.where(head >= 0, 1.0, -1.0) * scale
+        return out
     if kind == "frequency":  # the oscillation speeds up
         return scale * np.sin(2 * np.pi * t * rng.uniform(2.0, 3.0) / period) + noise * rng.standard_normal(L)
     if kind == "flat":  # a stuck sensor
@@ -51,6 +65,10 @@ def _inject(seg: np.ndarray, kind: str, t: np.ndarray, period: float, noise: flo
         return scale * np.sign(np.sin(2 * np.pi * t / period)) + noise * rng.standard_normal(L)
     if kind == "amplitude":  # same shape, amplitude halved
         return 0.45 * seg
+    if kind == "level":  # the whole stretch shifted by a constant
+        return seg + rng.choice([-1, 1]) * rng.uniform(0.8, 1.2) * scale
+    if kind == "trend":  # a drift that ramps up over the stretch
+        return seg + rng.choice([-1, 1]) * rng.uniform(1.0, 1.5) * scale * np.linspace(0, 1, L)
     raise ValueError(f"unknown anomaly kind {kind!r}; valid kinds are {ANOMALY_KINDS}")
 
 
@@ -62,7 +80,7 @@ def make_synthetic_series(seed: int, n_train: int = 3000, n_test: int = 4000, pe
 
     Each channel gets its own phase and a period from ``period * [1, 1.3, 0.8, ...]``; in a
     multivariate series each anomaly hits a random, non-empty subset of channels. Anomalies last
-    ``length`` steps (a spike is labelled over its 3 steps), are placed at random, do not overlap,
+    ``length`` steps (a spike or a context point is labelled over its 3 steps), are placed at random, do not overlap,
     and keep at least ``2 * period`` normal steps between them.
 
     Returns a :class:`Series` with x_train (n_train, C), x_test (n_test, C), y_test (n_test,).
@@ -94,7 +112,7 @@ def make_synthetic_series(seed: int, n_train: int = 3000, n_test: int = 4000, pe
     x_test = x[n_train:].copy()
     y = np.zeros(n_test, dtype=np.int64)
     # non-overlapping placement: split the free room at random between the gaps
-    lengths = [3 if k == "spike" else int(rng.integers(lo, hi + 1)) for k in kinds]
+    lengths = [3 if k in ("spike", "context") else int(rng.integers(lo, hi + 1)) for k in kinds]
     order = rng.permutation(len(kinds))
     free = n_test - sum(lengths) - gap * (len(kinds) + 1)
     cuts = np.sort(rng.integers(0, free + 1, size=len(kinds)))
@@ -205,3 +223,58 @@ def acf_period(x, min_lag: int = 3, max_lag: int = 1000, default: int = 100) -> 
     if not len(peaks):
         return int(default)
     return int(peaks[acf[peaks] >= 0.9 * acf[peaks].max()][0])  # the first peak nearly as high as the best
+
+
+# ------------------------------------------------- real series shipped inside the aeon wheel
+
+
+def aeon_data_dir() -> Path:
+    """The folder of data files inside the installed ``aeon`` package, found without importing
+    aeon (importing it needs numba). ``pip install --no-deps aeon==1.6.0`` provides it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("aeon")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the real series come from aeon's wheel: pip install --no-deps aeon==1.6.0")
+    return Path(list(spec.submodule_search_locations)[0]) / "datasets" / "data"
+
+
+def _read_timeeval_csv(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """A TimeEval-format CSV (``timestamp, value columns..., is_anomaly``) -> (x (n, C), y (n,))."""
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (is aeon 1.6.0 installed?)")
+    with path.open(newline="") as fh:
+        rows = list(csv.reader(fh))
+    header = [h.strip() for h in rows[0]]
+    if header[0] != "timestamp" or header[-1] != "is_anomaly" or len(header) < 3:
+        raise ValueError(f"{path.name}: expected 'timestamp, values..., is_anomaly', got {header}")
+    data = np.array([[float(v) for v in r[1:]] for r in rows[1:]])  # drop the timestamp column
+    if not np.isfinite(data).all() or not np.isin(data[:, -1], (0, 1)).all():
+        raise ValueError(f"{path.name}: values must be finite and is_anomaly 0/1")
+    return data[:, :-1].astype(np.float32), data[:, -1].astype(np.int64)
+
+
+def load_kdd_tsad_135() -> Series:
+    """UCR anomaly archive series 135 (InternalBleeding16), as shipped in aeon's wheel under
+    ``KDD-TSAD_135``: the TEST file (7,501 steps, one labelled anomaly of 12 steps) is the
+    whole series and its first 1,200 steps are the TRAIN file (the normal training part).
+
+    Returns a :class:`Series` with x_train (1200, 1) and x_test = y_test's series (7501, 1),
+    scored whole, as TSB-AD and the official PaAno code score a file.
+    """
+    folder = aeon_data_dir() / "KDD-TSAD_135"
+    x_tr, y_tr = _read_timeeval_csv(folder / "135_UCR_Anomaly_InternalBleeding16_TRAIN.csv")
+    x, y = _read_timeeval_csv(folder / "135_UCR_Anomaly_InternalBleeding16_TEST.csv")
+    if y_tr.any() or not np.array_equal(x[: len(x_tr)], x_tr):
+        raise ValueError("KDD-TSAD 135: the TRAIN file should be the anomaly-free prefix of TEST")
+    starts = np.flatnonzero(np.diff(np.r_[0, y]) == 1)
+    ends = np.flatnonzero(np.diff(np.r_[y, 0]) == -1) + 1
+    segs = [(int(a), int(b), "UCR") for a, b in zip(starts, ends)]
+    return Series(x_tr, x, y, segs, name="UCR-135 InternalBleeding16")
+
+
+def load_daphnet_s06r02e0() -> tuple[np.ndarray, np.ndarray]:
+    """The Daphnet S06R02E0 excerpt shipped in aeon's wheel: x (7040, 9) accelerometer readings
+    and y (7040,) labels. In aeon 1.6.0 every label is 0 (aeon deprecates the file for that
+    reason), so it can give a real multivariate background but no labelled anomaly."""
+    return _read_timeeval_csv(aeon_data_dir() / "Daphnet_S06R02E0" / "S06R02E0.csv")

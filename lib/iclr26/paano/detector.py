@@ -8,19 +8,39 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import (PatchEncoder, PretextHead, build_memory_bank, knn_cosine_score, n_parameters,
+from .model import (PatchEncoder, PretextHead, TransformerPatchEncoder, build_memory_bank, knn_cosine_score, n_parameters,
                     patch_scores_to_points, pretext_loss, pretext_weight, sliding_patches,
                     triplet_hardest_negative)
 
 # ------------------------------------------------------------------------------------- detector
 
 
+LOSSES = ("paper", "official", "farthest", "triplet", "pretext")
+"""The training objectives :class:`PaAnoConfig` offers (``loss=``):
+
+- ``"paper"``: L = L_tri(hardest negative) / μ + λ(t) L_pre, λ annealed 1 → 0 over the first
+  ``pretext_frac`` of the steps (the method as described);
+- ``"official"``: the official code's *effective* loss: its triplet term masks the similarity
+  diagonal with −inf, so the "hardest" negative is the anchor itself at distance +inf and the
+  triplet term is identically 0; what trains is λ(t) L_pre alone, and once λ = 0 the loss is
+  exactly 0, so best-weight keeping freezes the encoder at step ⌈pretext_frac·T⌉;
+- ``"farthest"``: L_tri with the farthest (easiest) negative + λ(t) L_pre, the ``train.py`` we
+  read (commit 0e93e93);
+- ``"triplet"``: L_tri(hardest) / μ alone (the pretext ablation);
+- ``"pretext"``: L_pre alone at weight 1 for every step (the triplet ablation).
+"""
+_NEGATIVE = {"paper": "hardest", "official": "official", "farthest": "farthest",
+             "triplet": "hardest", "pretext": None}
+
+
 @dataclass
 class PaAnoConfig:
-    """PaAno's hyper-parameters. Defaults are the official code's (w=96 in its scripts) except
-    where a CPU run needs smaller: the notebook's ``ci`` preset shrinks the encoder and the steps."""
+    """PaAno's hyper-parameters. Defaults are the official univariate setting (patch 64, the
+    default of its ``main.py``; its shell scripts pass 96, its multivariate setting); the
+    notebook's ``ci`` preset shrinks the encoder and the steps. ``loss`` is one of
+    :data:`LOSSES`."""
 
-    patch_len: int = 96
+    patch_len: int = 64
     channels: tuple = (128, 256, 128, 64)
     kernels: tuple = (7, 5, 3, 3)
     proj_dim: int = 256
@@ -32,11 +52,37 @@ class PaAnoConfig:
     shift: int = 2             # positives are the patch shifted by ±1..shift
     n_rand: int = 5            # random partners per anchor in the pretext loss
     pretext_frac: float = 0.1  # λ anneals to 0 over this fraction of the iterations
-    use_pretext: bool = True
-    negative: str = "hardest"
+    loss: str = "paper"
+    encoder: str = "cnn"       # "cnn" (PaAno) or "transformer" (the heavier comparison)
     bank_frac: float = 0.1
     bank_min: int = 500
     k: int = 3
+
+    def __post_init__(self):
+        for name in ("patch_len", "batch_size", "iters", "shift", "n_rand", "bank_min", "k"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+        lows = dict(patch_len=2, batch_size=2, iters=1, shift=1, n_rand=1, bank_min=1, k=1)
+        for name, lo in lows.items():
+            if getattr(self, name) < lo:
+                why = {"batch_size": " (in-batch negatives need at least 2 anchors)",
+                       "shift": " (a positive is the patch shifted by 1..shift steps)"}
+                raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}"
+                                 f"{why.get(name, '')}")
+        if len(self.channels) != len(self.kernels) or not len(self.channels):
+            raise ValueError(f"channels and kernels need the same, non-zero length; got "
+                             f"{self.channels}, {self.kernels}")
+        if not (self.lr > 0 and self.weight_decay >= 0 and self.margin >= 0):
+            raise ValueError(f"need lr > 0, weight_decay >= 0, margin >= 0; got {self.lr}, "
+                             f"{self.weight_decay}, {self.margin}")
+        if not (0 < self.pretext_frac <= 1 and 0 < self.bank_frac <= 1):
+            raise ValueError(f"pretext_frac and bank_frac must lie in (0, 1], got "
+                             f"{self.pretext_frac}, {self.bank_frac}")
+        if self.encoder not in ("cnn", "transformer"):
+            raise ValueError(f"encoder must be 'cnn' or 'transformer', got {self.encoder!r}")
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
 
 
 class PaAno:
@@ -62,9 +108,20 @@ class PaAno:
             x = x[:, None]
         if x.ndim != 2 or x.shape[1] != self.in_ch:
             raise ValueError(f"series must have shape (n, {self.in_ch}), got {tuple(x.shape)}")
+        if not torch.isfinite(x).all():
+            bad = (~torch.isfinite(x)).any(1).nonzero()[:3, 0].tolist()
+            raise ValueError(f"series contains NaN or infinite values (first at steps {bad}); "
+                             "fill or drop them first: a NaN would spread through the patch "
+                             "embeddings and the cumulative sums of the score")
         if x.shape[0] < self.cfg.patch_len + 2 * self.cfg.shift + 1:
             raise ValueError(f"series of {x.shape[0]} steps is too short for patch_len={self.cfg.patch_len}")
         return x
+
+    def _make_encoder(self):
+        cfg = self.cfg
+        if cfg.encoder == "transformer":
+            return TransformerPatchEncoder(self.in_ch, cfg.patch_len, proj_dim=cfg.proj_dim)
+        return PatchEncoder(self.in_ch, cfg.channels, cfg.kernels, cfg.proj_dim)
 
     def fit(self, x_train, seed: int = 0, train: bool = True) -> "PaAno":
         """Train the encoder on the stride-1 patches of ``x_train`` (n, C) and build the memory bank."""
@@ -72,7 +129,7 @@ class PaAno:
         gen = torch.Generator().manual_seed(int(seed))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
-            self.encoder = PatchEncoder(self.in_ch, cfg.channels, cfg.kernels, cfg.proj_dim).to(self.device)
+            self.encoder = self._make_encoder().to(self.device)
             self.head = PretextHead(self.encoder.dim).to(self.device)
         patches = sliding_patches(self._as_tensor(x_train), cfg.patch_len)  # (N, C, w)
         if train:
@@ -102,27 +159,43 @@ class PaAno:
             score = torch.where((cand >= 0) & (cand < n), torch.rand(cand.shape, generator=gen), torch.tensor(-1.0))
             pos = cand.gather(1, score.argmax(1, keepdim=True)).squeeze(1)
             idx, pos = idx.to(patches.device), pos.to(patches.device)  # indices live with the data
-            lam = pretext_weight(it, cfg.iters, cfg.pretext_frac) if cfg.use_pretext else 0.0
+            if cfg.loss == "pretext":
+                lam = 1.0
+            else:
+                lam = pretext_weight(it, cfg.iters, cfg.pretext_frac)
+                lam = 0.0 if cfg.loss == "triplet" else lam
             prev = idx - cfg.patch_len  # the patch right before the anchor, for the pretext task
             ok = prev >= 0
             if lam > 0 and ok.sum() > 0:
                 h = self.encoder.embed(torch.cat([patches[idx], patches[pos], patches[prev[ok]]]))
                 h_a, h_p, h_prev = h[:B], h[B:2 * B], h[2 * B:]
-                partner = (torch.arange(B)[:, None] + torch.randint(1, B, (B, cfg.n_rand), generator=gen)) % B
-                partner = partner.to(patches.device)  # (B, R): other anchors of the batch, never itself
+                partner = (torch.arange(B)[:, None]
+                           + torch.randint(1, B, (B, cfg.n_rand), generator=gen)) % B
+                partner = partner.to(patches.device)  # (B, R): other anchors, never itself
                 l_pre = pretext_loss(self.head, h_a[ok], h_prev, h_a[partner[ok]])
             else:
                 h = self.encoder.embed(torch.cat([patches[idx], patches[pos]]))
                 h_a, h_p = h[:B], h[B:]
                 l_pre = h.new_zeros(())
-            l_tri = triplet_hardest_negative(self.encoder.project(h_a), self.encoder.project(h_p), cfg.margin, cfg.negative) / mu
+            neg = _NEGATIVE[cfg.loss]
+            if neg is None:  # pretext only
+                l_tri = h.new_zeros(())
+            else:
+                l_tri = triplet_hardest_negative(self.encoder.project(h_a),
+                                                 self.encoder.project(h_p), cfg.margin, neg) / mu
             loss = l_tri + lam * l_pre  # L = L_triplet / μ + λ(it) · L_pretext
             opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+            if loss.requires_grad:  # False only when the active terms are all empty
+                loss.backward()
+                opt.step()
             self.history.append(loss.item())
             if loss.item() < best:  # keep the lowest-loss weights, as the official code does
                 best, best_state = loss.item(), copy.deepcopy(self.encoder.state_dict())
+            if cfg.loss == "official" and lam == 0.0:
+                # The triplet term is identically 0, so the loss is exactly 0 from here on,
+                # never below the best (strict <): the kept weights are this step's, and the
+                # remaining steps cannot change them. Stop instead of running them.
+                break
         if best_state is not None:
             self.encoder.load_state_dict(best_state)
 
@@ -150,5 +223,5 @@ class PaAno:
         """Trainable scalars of encoder + projection + pretext head (what training updates)."""
         if self.encoder is not None:
             return n_parameters(self.encoder) + n_parameters(self.head)
-        enc = PatchEncoder(self.in_ch, self.cfg.channels, self.cfg.kernels, self.cfg.proj_dim)  # count only
+        enc = self._make_encoder()  # count only
         return n_parameters(enc) + n_parameters(PretextHead(enc.dim))

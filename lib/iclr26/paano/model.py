@@ -92,6 +92,47 @@ class PatchEncoder(nn.Module):
         return self.project(self.embed(p))
 
 
+class TransformerPatchEncoder(nn.Module):
+    """A small transformer in PaAno's place, the heavier kind of encoder the abstract contrasts
+    PaAno with: RevIN, a per-step linear embedding plus a learned position embedding, pre-norm
+    ``nn.TransformerEncoder`` layers, mean pooling over time (h), and the same projection head.
+
+    Same interface as :class:`PatchEncoder` (``embed``, ``project``, ``dim``), so the rest of
+    PaAno (losses, bank, score) runs unchanged. patch_len: the longest patch it accepts.
+    """
+
+    def __init__(self, in_ch: int = 1, patch_len: int = 64, d_model: int = 64, n_layers: int = 2,
+                 n_heads: int = 4, ff_dim: int = 128, proj_dim: int = 64, use_revin: bool = True):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} must be a multiple of n_heads={n_heads}")
+        self.in_ch, self.use_revin, self.dim = in_ch, use_revin, d_model
+        self.inp = nn.Linear(in_ch, d_model)
+        self.pos = nn.Parameter(torch.zeros(1, patch_len, d_model))
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, ff_dim, dropout=0.0,
+                                           batch_first=True, norm_first=True)
+        self.body = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
+        self.proj = nn.Sequential(nn.Linear(d_model, proj_dim), nn.ReLU(),
+                                  nn.Linear(proj_dim, proj_dim))
+
+    def embed(self, p: torch.Tensor) -> torch.Tensor:
+        """p: (B, C, w) patches with w <= patch_len -> h: (B, d_model)."""
+        if p.ndim != 3 or p.shape[1] != self.in_ch or p.shape[2] > self.pos.shape[1]:
+            raise ValueError(f"patches must have shape (B, {self.in_ch}, w <= "
+                             f"{self.pos.shape[1]}), got {tuple(p.shape)}")
+        if self.use_revin:
+            p = revin(p)
+        tok = self.inp(p.transpose(1, 2)) + self.pos[:, : p.shape[2]]  # (B, w, d_model)
+        return self.body(tok).mean(1)
+
+    def project(self, h: torch.Tensor) -> torch.Tensor:
+        """h: (B, D) -> z: (B, proj_dim)."""
+        return self.proj(h)
+
+    def forward(self, p: torch.Tensor) -> torch.Tensor:
+        return self.project(self.embed(p))
+
+
 class PretextHead(nn.Module):
     """The temporal-adjacency classifier: logit that h_b is the patch one patch-length before h_a."""
 
@@ -112,27 +153,41 @@ def n_parameters(module: nn.Module) -> int:
 # --------------------------------------------------------------------------------------- losses
 
 
+NEGATIVES = ("hardest", "farthest", "official")
+
+
 def triplet_hardest_negative(za: torch.Tensor, zp: torch.Tensor, margin: float = 0.5,
                              negative: str = "hardest") -> torch.Tensor:
     """Triplet loss on cosine distances with in-batch negatives.
 
-    za, zp: (B, d) anchor and positive projections (row i of zp is anchor i's positive; every other
-    row is a negative for it). ``negative="hardest"`` takes, for each anchor, the negative at the
-    smallest cosine distance (the most similar one); ``"farthest"`` the one at the largest, which is
-    what the official ``train.py`` computes (``torch.max`` over distances). Returns the scalar
-    mean_i relu(d(a_i, p_i) - d(a_i, n_i) + margin).
+    za, zp: (B, d) anchor and positive projections (row i of zp is anchor i's positive; every
+    other row is a negative for it). Returns the scalar mean_i relu(d(a_i, p_i) - d_i^- + m).
+
+    ``negative`` picks d_i^-:
+    - ``"hardest"`` (the paper): the smallest distance over j != i (the most similar negative);
+    - ``"farthest"``: the largest distance over j != i (the easiest negative), what the official
+      ``train.py`` computes at commit 0e93e93 (``+inf`` on the similarity diagonal, then
+      ``max`` of 1 - similarity);
+    - ``"official"``: ``-inf`` on the similarity diagonal, then ``max`` of 1 - similarity, as in
+      a PaAno trainer we read (and, per the review, another version of ``train.py``): the max is
+      the anchor's own entry, +inf, so every hinge is relu(-inf) = 0 and the loss is
+      identically 0 with zero gradient.
     """
     if za.ndim != 2 or za.shape != zp.shape or za.shape[0] < 2:
-        raise ValueError(f"za and zp must both have shape (B>=2, d), got {tuple(za.shape)} and {tuple(zp.shape)}")
-    if negative not in ("hardest", "farthest"):
-        raise ValueError(f"negative must be 'hardest' or 'farthest', got {negative!r}")
-    dist = 1 - F.normalize(za, dim=1) @ F.normalize(zp, dim=1).T  # d(a_i, x_j) = 1 − cos(a_i, x_j): (B, B)
+        raise ValueError(f"za and zp must both have shape (B>=2, d), got {tuple(za.shape)} "
+                         f"and {tuple(zp.shape)}")
+    if negative not in NEGATIVES:
+        raise ValueError(f"negative must be one of {NEGATIVES}, got {negative!r}")
+    sim = F.normalize(za, dim=1) @ F.normalize(zp, dim=1).T  # cos(a_i, x_j): (B, B)
+    dist = 1 - sim  # d(a_i, x_j) = 1 − cos(a_i, x_j)
     d_pos = dist.diagonal()  # d(a_i, p_i)
     eye = torch.eye(len(dist), dtype=torch.bool, device=dist.device)
     if negative == "hardest":
-        d_neg = dist.masked_fill(eye, float("inf")).min(1).values  # n_i = argmin_{j≠i} d(a_i, x_j)
-    else:
-        d_neg = dist.masked_fill(eye, float("-inf")).max(1).values
+        d_neg = dist.masked_fill(eye, float("inf")).min(1).values  # min_{j≠i} d(a_i, x_j)
+    elif negative == "farthest":
+        d_neg = dist.masked_fill(eye, float("-inf")).max(1).values  # max_{j≠i} d(a_i, x_j)
+    else:  # the code's mask on the similarity: 1 − (−inf) = +inf on the diagonal wins the max
+        d_neg = (1 - sim.masked_fill(eye, float("-inf"))).max(1).values  # = +inf for every i
     return F.relu(d_pos - d_neg + margin).mean()  # L = mean relu(d⁺ − d⁻ + m)
 
 
