@@ -189,3 +189,63 @@ def test_vectorised_vus_pr_equals_tsb_ad_code():
         sc = sc + 2 * y * rng.random(n) * (trial % 2)
         w = int(rng.integers(0, 60))
         assert abs(vus_pr(sc, y, w) - vus_pr_reference(sc, y, w)) < 1e-9
+
+
+# ------------------------------------------------------- bad inputs found by the second review
+
+def test_metric_inputs_fail_clearly():
+    y = np.zeros(300, int)
+    y[100:110] = 1
+    sc = np.random.default_rng(0).random(300)
+    for bad_window in (2.7, True):
+        with pytest.raises(TypeError, match="window"):
+            vus_pr(sc, y, bad_window)
+    with pytest.raises(ValueError, match="window"):
+        vus_pr(sc, y, 300)  # a buffer as long as the series
+    with pytest.raises(ValueError, match="thre"):
+        vus_pr(sc, y, 10, thre=1)
+    with pytest.raises(ValueError, match="1-D"):
+        vus_pr(np.stack([sc, sc], 1), np.stack([y, y], 1), 10)
+    with pytest.raises(ValueError, match="normal step"):
+        vus_pr(sc, np.ones(300, int), 10)
+
+
+def test_scoring_refuses_nan():
+    from iclr26.paano import knn_cosine_score, patch_scores_to_points
+    with pytest.raises(ValueError, match="NaN"):
+        patch_scores_to_points(torch.tensor([1.0, float("nan"), 2.0]), 4, 2)
+    with pytest.raises(ValueError, match="finite"):
+        knn_cosine_score(torch.tensor([[float("nan"), 1.0]]), torch.ones(3, 2), k=1)
+    with pytest.raises(ValueError, match="all-zero"):
+        knn_cosine_score(torch.ones(2, 2), torch.tensor([[1.0, 0.0], [0.0, 0.0]]), k=1)
+
+
+def test_generator_and_config_inputs_fail_clearly():
+    with pytest.raises(ValueError, match="noise"):
+        make_synthetic_series(0, n_train=300, n_test=600, period=10, noise=float("nan"))
+    with pytest.raises(ValueError, match="period"):
+        make_synthetic_series(0, n_train=300, n_test=600, period=0)
+    with pytest.raises(ValueError, match="at least one anomaly"):
+        make_synthetic_series(0, n_train=300, n_test=600, period=10, kinds=[])
+    with pytest.raises(TypeError, match="n_channels"):
+        make_synthetic_series(0, n_train=300, n_test=600, period=10, n_channels=2.0)
+    for bad in (dict(lr=float("inf")), dict(kernels=(0, 3)), dict(channels="ab"),
+                dict(channels=(-4, 8))):
+        with pytest.raises(ValueError):
+            dataclasses.replace(TINY, **bad)
+    with pytest.raises(ValueError, match="in_ch"):
+        PaAno(TINY, in_ch=1.5)
+    with pytest.raises(TypeError, match="seed"):
+        PaAno(TINY).fit(_series().x_train, seed=1.7)
+
+
+def test_farthest_variant_scales_the_triplet_gradient():
+    """0e93e93's triplet_grad, as detector.py writes it: the same value, 0.01 x the gradient."""
+    torch.manual_seed(0)
+    za = torch.randn(8, 4, requires_grad=True)
+    zp = torch.randn(8, 4)
+    l = triplet_hardest_negative(za, zp, 0.5, "farthest")
+    scaled = l.detach() + (l - l.detach()) * 0.01
+    g1, = torch.autograd.grad(l, za, retain_graph=True)
+    g2, = torch.autograd.grad(scaled, za)
+    assert torch.allclose(scaled, l) and torch.allclose(g2, 0.01 * g1)

@@ -18,7 +18,7 @@ ANOMALY_KINDS = ("spike", "context", "frequency", "flat", "noise", "shape", "amp
 KIND_CLASS = {"spike": "point, global", "context": "point, contextual",
               "frequency": "collective, frequency", "flat": "collective, shape",
               "noise": "collective, shape", "shape": "collective, shape",
-              "amplitude": "collective, level", "level": "collective, level",
+              "amplitude": "collective, scale", "level": "collective, level",
               "trend": "collective, trend"}
 
 # ----------------------------------------------------------------------------------------- data
@@ -87,6 +87,13 @@ def make_synthetic_series(seed: int, n_train: int = 3000, n_test: int = 4000, pe
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    for name, v in (("n_channels", n_channels), ("n_train", n_train), ("n_test", n_test)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+    if not (np.isfinite(period) and period > 0 and np.isfinite(noise) and noise >= 0):
+        raise ValueError(f"need a finite period > 0 and a finite noise >= 0, got {period}, {noise}")
+    if len(kinds) == 0:
+        raise ValueError("kinds is empty: a test part needs at least one anomaly to score")
     if n_channels < 1 or n_train < 4 * period or n_test < 4 * period:
         raise ValueError(f"need n_channels >= 1 and n_train, n_test >= 4*period; got {n_channels}, {n_train}, {n_test}")
     kinds = list(kinds)

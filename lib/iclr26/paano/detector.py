@@ -20,12 +20,14 @@ LOSSES = ("paper", "official", "farthest", "triplet", "pretext")
 
 - ``"paper"``: L = L_tri(hardest negative) / μ + λ(t) L_pre, λ annealed 1 → 0 over the first
   ``pretext_frac`` of the steps (the method as described);
-- ``"official"``: the official code's *effective* loss: its triplet term masks the similarity
-  diagonal with −inf, so the "hardest" negative is the anchor itself at distance +inf and the
-  triplet term is identically 0; what trains is λ(t) L_pre alone, and once λ = 0 the loss is
-  exactly 0, so best-weight keeping freezes the encoder at step ⌈pretext_frac·T⌉;
-- ``"farthest"``: L_tri with the farthest (easiest) negative + λ(t) L_pre, the ``train.py`` we
-  read (commit 0e93e93);
+- ``"official"``: the *effective* loss of jinnnju/PaAno's ``train.py`` at commit 922110f (per
+  the review): its triplet term masks the similarity diagonal with −inf, so the "hardest"
+  negative is the anchor itself at distance +inf and the triplet term is identically 0; what
+  trains is λ(t) L_pre alone, and once λ = 0 the loss is exactly 0, so best-weight keeping
+  freezes the encoder at step ⌈pretext_frac·T⌉;
+- ``"farthest"``: the ``train.py`` at commit 0e93e93: L_tri with the farthest (easiest)
+  negative, divided by μ, with its gradient scaled by r = 0.01 (the code's ``triplet_grad``,
+  "for gradual update": the value is unchanged), + λ(t) L_pre;
 - ``"triplet"``: L_tri(hardest) / μ alone (the pretext ablation);
 - ``"pretext"``: L_pre alone at weight 1 for every step (the triplet ablation).
 """
@@ -36,9 +38,8 @@ _NEGATIVE = {"paper": "hardest", "official": "official", "farthest": "farthest",
 @dataclass
 class PaAnoConfig:
     """PaAno's hyper-parameters. Defaults are the official univariate setting (patch 64, the
-    default of its ``main.py``; its shell scripts pass 96, its multivariate setting); the
-    notebook's ``ci`` preset shrinks the encoder and the steps. ``loss`` is one of
-    :data:`LOSSES`."""
+    default of its ``main.py``; 96 is its multivariate setting); the notebook's ``ci`` preset
+    shrinks the encoder and the steps. ``loss`` is one of :data:`LOSSES`."""
 
     patch_len: int = 64
     channels: tuple = (128, 256, 128, 64)
@@ -70,9 +71,17 @@ class PaAnoConfig:
                        "shift": " (a positive is the patch shifted by 1..shift steps)"}
                 raise ValueError(f"{name} must be >= {lo}, got {getattr(self, name)}"
                                  f"{why.get(name, '')}")
+        for name in ("channels", "kernels"):
+            v = getattr(self, name)
+            if isinstance(v, str) or not all(isinstance(c, (int, np.integer)) and
+                                             not isinstance(c, bool) and c >= 1 for c in v):
+                raise ValueError(f"{name} must be a sequence of positive ints, got {v!r}")
         if len(self.channels) != len(self.kernels) or not len(self.channels):
             raise ValueError(f"channels and kernels need the same, non-zero length; got "
                              f"{self.channels}, {self.kernels}")
+        for name in ("lr", "weight_decay", "margin", "pretext_frac", "bank_frac"):
+            if not math.isfinite(getattr(self, name)):
+                raise ValueError(f"{name} must be a finite number, got {getattr(self, name)!r}")
         if not (self.lr > 0 and self.weight_decay >= 0 and self.margin >= 0):
             raise ValueError(f"need lr > 0, weight_decay >= 0, margin >= 0; got {self.lr}, "
                              f"{self.weight_decay}, {self.margin}")
@@ -94,7 +103,9 @@ class PaAno:
 
     def __init__(self, cfg: PaAnoConfig | None = None, in_ch: int = 1, device: str | torch.device = "cpu"):
         self.cfg = cfg or PaAnoConfig()
-        self.in_ch, self.device = in_ch, torch.device(device)
+        if isinstance(in_ch, bool) or not isinstance(in_ch, (int, np.integer)) or in_ch < 1:
+            raise ValueError(f"in_ch must be a positive int (the number of channels), got {in_ch!r}")
+        self.in_ch, self.device = int(in_ch), torch.device(device)
         self.encoder: PatchEncoder | None = None
         self.head: PretextHead | None = None
         self.bank: torch.Tensor | None = None  # (M, D) coreset of training embeddings
@@ -126,6 +137,8 @@ class PaAno:
     def fit(self, x_train, seed: int = 0, train: bool = True) -> "PaAno":
         """Train the encoder on the stride-1 patches of ``x_train`` (n, C) and build the memory bank."""
         cfg = self.cfg
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
         gen = torch.Generator().manual_seed(int(seed))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
@@ -183,6 +196,8 @@ class PaAno:
             else:
                 l_tri = triplet_hardest_negative(self.encoder.project(h_a),
                                                  self.encoder.project(h_p), cfg.margin, neg) / mu
+                if cfg.loss == "farthest":  # 0e93e93's triplet_grad: same value, gradient x 0.01
+                    l_tri = l_tri.detach() + (l_tri - l_tri.detach()) * 0.01
             loss = l_tri + lam * l_pre  # L = L_triplet / μ + λ(it) · L_pretext
             opt.zero_grad(set_to_none=True)
             if loss.requires_grad:  # False only when the active terms are all empty

@@ -189,12 +189,15 @@ def _tsb_ad():
 
 
 def _check_metric_input(score, labels) -> tuple[np.ndarray, np.ndarray]:
-    score = np.asarray(score.detach().cpu() if isinstance(score, torch.Tensor) else score, dtype=np.float64).ravel()
-    labels = np.asarray(labels.detach().cpu() if isinstance(labels, torch.Tensor) else labels).ravel()
+    score = np.asarray(score.detach().cpu() if isinstance(score, torch.Tensor) else score, dtype=np.float64)
+    labels = np.asarray(labels.detach().cpu() if isinstance(labels, torch.Tensor) else labels)
+    if score.ndim != 1 or labels.ndim != 1:  # was: silently flattened
+        raise ValueError(f"score and labels must be 1-D (one value per time step), got shapes "
+                         f"{score.shape} and {labels.shape}")
     if score.shape != labels.shape:
         raise ValueError(f"score and labels must have the same length, got {score.shape} and {labels.shape}")
-    if not np.isin(labels, (0, 1)).all() or labels.sum() == 0:
-        raise ValueError("labels must be 0/1 with at least one anomaly")
+    if not np.isin(labels, (0, 1)).all() or labels.sum() == 0 or labels.all():
+        raise ValueError("labels must be 0/1 with at least one anomaly and one normal step")
     if not np.isfinite(score).all():
         raise ValueError("score contains NaN or infinite values")
     return score, labels.astype(int)
@@ -211,9 +214,18 @@ def vus_pr_reference(score, labels, window: int, thre: int = 250) -> float:
     """
     _, generate_curve = _tsb_ad()
     score, labels = _check_metric_input(score, labels)
-    if window < 0:
-        raise ValueError(f"window must be >= 0, got {window}")
+    _check_window(window, thre, len(score))
     return float(generate_curve(labels, score, int(window), "opt", thre)[-1])
+
+
+def _check_window(window, thre, n: int) -> None:
+    for name, v in (("window", window), ("thre", thre)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+    if not 0 <= window < n:  # a buffer as long as the series labels everything
+        raise ValueError(f"window must lie in [0, n={n}), got {window}")
+    if thre < 2:
+        raise ValueError(f"thre (the number of thresholds) must be >= 2, got {thre}")
 
 
 def vus_pr(score, labels, window: int, thre: int = 250) -> float:
@@ -229,8 +241,7 @@ def vus_pr(score, labels, window: int, thre: int = 250) -> float:
     """
     basic_metricor, _ = _tsb_ad()
     score, labels = _check_metric_input(score, labels)
-    if window < 0:
-        raise ValueError(f"window must be >= 0, got {window}")
+    _check_window(window, thre, len(score))
     window, m, n = int(window), basic_metricor(), len(score)
     P = labels.sum()
     seq = m.range_convers_new(labels)                                # the anomalies, [(s, e)]

@@ -43,6 +43,9 @@ def patch_scores_to_points(s: torch.Tensor, n: int, w: int) -> torch.Tensor:
         raise ValueError(f"s must be a 1-D tensor of patch scores, got {type(s).__name__} {getattr(s, 'shape', '')}")
     if s.shape[0] != n - w + 1 or w < 1:
         raise ValueError(f"expected n - w + 1 = {n - w + 1} patch scores for n={n}, w={w}, got {s.shape[0]}")
+    if not torch.isfinite(s).all():  # a cumulative sum would carry one NaN to every later step
+        raise ValueError(f"patch scores contain NaN or infinite values (first at patch "
+                         f"{int((~torch.isfinite(s)).nonzero()[0, 0])})")
     t = torch.arange(n, device=s.device)
     first = (t - w + 1).clamp_min(0)  # the patches covering t are i = max(0, t-w+1) .. min(t, N-1)
     last = t.clamp_max(s.shape[0] - 1)
@@ -169,8 +172,8 @@ def triplet_hardest_negative(za: torch.Tensor, zp: torch.Tensor, margin: float =
       ``train.py`` computes at commit 0e93e93 (``+inf`` on the similarity diagonal, then
       ``max`` of 1 - similarity);
     - ``"official"``: ``-inf`` on the similarity diagonal, then ``max`` of 1 - similarity, as in
-      a PaAno trainer we read (and, per the review, another version of ``train.py``): the max is
-      the anchor's own entry, +inf, so every hinge is relu(-inf) = 0 and the loss is
+      jinnnju/PaAno's ``train.py`` at commit 922110f (per the review) and a trainer we read: the
+      max is the anchor's own entry, +inf, so every hinge is relu(-inf) = 0 and the loss is
       identically 0 with zero gradient.
     """
     if za.ndim != 2 or za.shape != zp.shape or za.shape[0] < 2:
@@ -251,6 +254,10 @@ def knn_cosine_score(q: torch.Tensor, bank: torch.Tensor, k: int = 3, chunk: int
         raise ValueError(f"q (N, D) and bank (M, D) must share D; got {tuple(q.shape)} and {tuple(bank.shape)}")
     if not 1 <= k <= bank.shape[0]:
         raise ValueError(f"k must lie in [1, M={bank.shape[0]}], got {k}")
+    if not (torch.isfinite(q).all() and torch.isfinite(bank).all()):
+        raise ValueError("q and bank must be finite (a NaN embedding has no cosine distance)")
+    if (bank.norm(dim=1) == 0).any():
+        raise ValueError("bank has an all-zero embedding, which has no direction (cosine undefined)")
     b = F.normalize(bank, dim=1)
     out = []
     for qc in F.normalize(q, dim=1).split(chunk):
