@@ -365,7 +365,8 @@ def test() -> None:
          [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-cell-timeout", "600", "-q", "-n", "2",
           "--dist", "loadfile", "notebooks"], quiet_env(threads=1))
     # The classroom kit: every chapter's student version is generated, then run and graded by
-    # otter-grader three times (stubs, reference solutions, a wrong answer).
+    # otter-grader three times (stubs: the whole chapter; reference solutions and a wrong answer:
+    # only the cells the answers need, see tests/test_classroom.py).
     step("classroom kit: assign and grade every chapter",
          [sys.executable, "-m", "pytest", "tests", "-q", "-n", "2", "-m", "classroom"],
          quiet_env(threads=1))

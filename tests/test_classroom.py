@@ -7,13 +7,17 @@ grade the student version three ways with otter itself.
 * with a wrong answer that runs (the reference's result perturbed): 1 point of 3 per check,
   and the feedback carries the check function's hint ("wrong: because ...").
 
-Each grading executes the whole chapter, so this runs as its own step of the test command
-(``-m classroom``), two chapters at a time.
+The stub grading executes the whole chapter. The other two differ from it only in the answer
+cells, so they run the slice of the chapter those cells need (:func:`exercise_slice`): the
+chapter's own cells that define a name the answers, their checks or otter's cells use, and so
+on back. That keeps the kit's cost near one execution per chapter instead of three. It runs as
+its own step of the test command (``-m classroom``), two chapters at a time.
 """
 from __future__ import annotations
 
 import ast
 import json
+import symtable
 import sys
 from pathlib import Path
 
@@ -55,6 +59,51 @@ def wrong_cell(reference: str, names: list[str]) -> str:
     wrappers = "".join(f"\n_kit_ref_{n} = {n}\n\n\ndef {n}(*args, **kwargs):\n"
                        f"    return _kit_perturb(_kit_ref_{n}(*args, **kwargs))\n" for n in names)
     return reference.rstrip() + "\n" + PERTURB + wrappers
+
+
+def _names(source: str) -> tuple[set[str], set[str]] | None:
+    """(names a cell binds at top level, global names it reads in any scope), or None when it
+    does not parse as Python. A function's parameters and locals are not reads."""
+    code = "\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+    try:
+        top = symtable.symtable(code, "<cell>", "exec")
+    except SyntaxError:
+        return None
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read, tables = set(), [top]
+    while tables:
+        table = tables.pop()
+        tables += table.get_children()
+        read |= {s.get_name() for s in table.get_symbols() if s.is_referenced()
+                 and (table is top or s.is_global())}
+    return bound, read
+
+
+def exercise_slice(nb) -> int:
+    """Keep, in place, only the code cells the graded cells need; return how many were dropped.
+
+    The graded cells are the answer cells, the cell after each (its checks), otter's
+    ``grader.check`` cells and the install and grader cells at the top. Walking back from the
+    end, a cell stays if it binds a name a kept cell reads, and its own reads join the set
+    (over-approximated: order within a cell is ignored). A cell that does not parse stays.
+    Markdown and raw cells stay (they cost nothing to run)."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    answer = [i for i, c in enumerate(code) if {"otter_answer_cell", "otter_assign_solution_cell"}
+              & set(c.metadata.get("tags", []))]
+    keep = {id(code[i]) for i in answer} | {id(code[i + 1]) for i in answer if i + 1 < len(code)}
+    keep |= {id(c) for c in code if "google.colab" in c.source or "otter.Notebook" in c.source
+             or "grader.check(" in c.source}
+    needed: set[str] = set()
+    for cell in reversed(code):
+        names = _names(cell.source)
+        if names is None:
+            keep.add(id(cell))
+        elif id(cell) in keep or names[0] & needed:
+            keep.add(id(cell))
+            needed |= names[1]
+    dropped = len(code) - len(keep)
+    nb.cells = [c for c in nb.cells if c.cell_type != "code" or id(c) in keep]
+    return dropped
 
 
 def stub_names(source: str) -> list[str]:
@@ -124,8 +173,14 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(chapter, tmp_path, 
     last = [c for c in stub.notebook.cells if c.cell_type == "code" and "log.finish()" in c.source]
     assert last and last[-1].outputs, "the chapter ran to its last cell"
 
-    # 2. The reference solutions (otter's autograder notebook): full points.
-    reference = grade(folder / "autograder" / f"{chapter}.ipynb", folder)
+    # 2. The reference solutions (otter's autograder notebook), on the slice the answers
+    # need: full points.
+    reference_nb = nbformat.read(folder / "autograder" / f"{chapter}.ipynb", as_version=4)
+    exercise_slice(reference_nb)
+    reference_path = tmp_path / "reference" / f"{chapter}.ipynb"
+    reference_path.parent.mkdir()
+    nbformat.write(reference_nb, reference_path)
+    reference = grade(reference_path, folder)
     assert reference.total == reference.possible == sum(points.values()), messages(reference)
 
     # 3. A wrong answer that runs: the "runs" cases pass, the "correct" ones fail with a hint.
@@ -135,6 +190,7 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(chapter, tmp_path, 
     assert len(stubs) == len(coding)
     for cell, e in zip(stubs, coding.values()):
         cell.source = wrong_cell(e["code"], stub_names(cell.source))
+    exercise_slice(wrong_nb)
     wrong_path = tmp_path / "wrong" / f"{chapter}.ipynb"
     wrong_path.parent.mkdir()
     nbformat.write(wrong_nb, wrong_path)
