@@ -484,6 +484,11 @@ BAD = [
         r"pixels must have shape \(P, 2\)",
     ),
     (
+        lambda: sp.render(G3, CAM, torch.zeros(0, 2)),
+        ValueError,
+        "pixels is empty",
+    ),
+    (
         lambda: sp.render(G3, CAM, torch.full((4, 2), float("nan"))),
         ValueError,
         "pixels contains NaN",

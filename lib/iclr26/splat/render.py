@@ -187,6 +187,8 @@ def render(
             raise ValueError(
                 f"pixels must have shape (P, 2), got {tuple(pixels.shape)}"
             )
+        if len(pixels) == 0:
+            raise ValueError("pixels is empty: pass at least one (u, v)")
     proj = project(gaussians, camera, near=near, eps2d=eps2d, cutoff=cutoff)
     # One global front-to-back order over the Gaussians in front of the camera.
     idx = proj.valid.nonzero().squeeze(1)
@@ -230,7 +232,9 @@ def _render_chunk(xy, layers, background, cutoff, alpha_max):
     """Composite the sorted layers at pixels xy (P, 2) → color, alpha, depth."""
     mean2d, conic, opac, colors, depths, extent = layers
     lo, hi = xy.detach().amin(0), xy.detach().amax(0)
-    # Exact culling: a splat whose cut-off box misses the chunk's box has α = 0 on it.
+    # Exact culling: dᵀ Σ'⁻¹ d ≥ d_u² / Σ'_uu (and the same in v), so a pixel outside
+    # a splat's box |d_u| ≤ cutoff·√Σ'_uu gets α = 0 from it; a splat whose box misses
+    # the chunk's box can be left out without changing anything.
     margin = 1e-6 * (1 + extent)
     meets = (
         (mean2d.detach() + extent + margin >= lo)
@@ -244,10 +248,8 @@ def _render_chunk(xy, layers, background, cutoff, alpha_max):
         -0.5 * (a * d[..., 0] ** 2 + c * d[..., 1] ** 2) - b * d[..., 0] * d[..., 1]
     ).clamp(max=0.0)
     inside = power > -0.5 * cutoff**2  # the cut-off ellipse (Mahalanobis radius)
-    alpha = torch.where(
-        inside, opac[k] * power.exp(), torch.zeros_like(power)
-    )  # α = o e^power
-    alpha = alpha.clamp(max=alpha_max)  # α ≤ α_max < 1
+    alpha = opac[k] * power.exp()  # α = o exp(−½ dᵀ Σ'⁻¹ d)
+    alpha = torch.where(inside, alpha, 0.0).clamp(max=alpha_max)  # 0 outside; ≤ α_max
     color, acc, depth, _ = composite(alpha, colors[k], depths[k], background)
     return color, acc, depth
 
