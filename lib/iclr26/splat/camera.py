@@ -18,7 +18,7 @@ import torch
 Tensor = torch.Tensor
 
 
-@dataclass
+@dataclass(eq=False)  # holds tensors: compare fields explicitly
 class Camera:
     """A pinhole camera.
 

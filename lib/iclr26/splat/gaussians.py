@@ -17,7 +17,7 @@ import torch
 Tensor = torch.Tensor
 
 
-@dataclass
+@dataclass(eq=False)  # holds tensors: compare fields explicitly
 class Gaussians:
     """N 3D Gaussians, checked on construction.
 

@@ -30,7 +30,7 @@ class SceneView(NamedTuple):
     mask: Tensor
 
 
-@dataclass
+@dataclass(eq=False)  # holds tensors: compare fields explicitly
 class ProceduralScene:
     """K axis-aligned ellipsoids over a checkered ground square, in a z-up world.
 
