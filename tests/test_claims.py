@@ -7,8 +7,8 @@ import torch
 from iclr26.claims import Claim, ClaimLog, chapters_in_toc, load_results
 from iclr26.core import ExerciseVerdict, grade_exercise
 from iclr26.scorecard import (chapter_counts, chapter_hashes, chapter_status, classify_paper_claim,
-                              is_stale, load_sweeps, scorecard_markdown, sweep_path, sweep_problems,
-                              sweep_record)
+                              is_stale, load_sweeps, normalised_code, scorecard_markdown, sweep_path,
+                              sweep_problems, sweep_record)
 
 
 def claims():
@@ -213,6 +213,66 @@ def test_hashes_follow_code_and_imported_modules_not_prose(tmp_path):
     assert chapter_hashes(book, "01-demo")["library"] != h["library"]
     make_book(tmp_path, code="x = 2")
     assert chapter_hashes(book, "01-demo")["notebook"] != h["notebook"]
+
+
+LIB = '''"""A module."""
+def f(x, scale=2.0):
+    """Scale x."""
+    return [x * scale for _ in range(3)]
+'''
+SAME = [  # the same code: reformatted, commented, its docstrings rewrapped
+    '''"""A module."""
+
+
+def f(
+    x,
+    scale=2.0,
+):
+    """Scale x."""
+    return [
+        x * scale  # a new comment
+        for _ in range(3)
+    ]
+''',
+    LIB.replace('"""Scale x."""', '"""Scale\n    x: any number, rewrapped."""'),
+    LIB.replace('"""A module."""', "# a module"),
+]
+CHANGED = [LIB.replace("2.0", "3.0"), LIB.replace("scale", "s"), LIB.replace("3", "4"),
+           LIB.replace("x * scale", "scale * x")]
+
+
+def write_demo(book, src):
+    """The demo chapter with ``src`` as its one code cell and as its library module."""
+    nb = {"cells": [{"cell_type": "code", "source": src.splitlines(keepends=True)}]}
+    (book / "notebooks" / "01-demo.ipynb").write_text(json.dumps(nb))
+    (book / "lib" / "iclr26" / "demo.py").write_text(src)
+
+
+@pytest.mark.parametrize("src", SAME)
+def test_hash_ignores_layout_comments_and_docstrings(tmp_path, src):
+    assert normalised_code(src) == normalised_code(LIB)
+    book = make_book(tmp_path)
+    write_demo(book, LIB)
+    h = chapter_hashes(book, "01-demo")
+    write_demo(book, src)
+    assert chapter_hashes(book, "01-demo") == h
+
+
+@pytest.mark.parametrize("src", CHANGED)
+def test_hash_follows_names_numbers_and_statements(tmp_path, src):
+    assert normalised_code(src) != normalised_code(LIB)
+    book = make_book(tmp_path)
+    write_demo(book, LIB)
+    h = chapter_hashes(book, "01-demo")
+    write_demo(book, src)
+    new = chapter_hashes(book, "01-demo")
+    assert new["notebook"] != h["notebook"] and new["library"] != h["library"]
+
+
+def test_hash_of_code_that_does_not_parse_is_its_text():
+    magic = "%matplotlib inline\nx = 1\n"
+    assert normalised_code(magic) == magic
+    assert normalised_code(magic + " ") != normalised_code(magic)
 
 
 def test_stale_sweep_is_detected(tmp_path):

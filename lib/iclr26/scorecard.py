@@ -16,10 +16,12 @@ reproductions.
 """
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import math
 import re
+import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
@@ -64,8 +66,36 @@ def chapter_modules(root: str | Path, chapter: str) -> list[Path]:
     return files
 
 
+def normalised_code(src: str) -> str:
+    """``src`` as its syntax tree without docstrings: what the code computes, not how it is
+    laid out.
+
+    The sweep hashes use this so that reformatting (line breaks, quotes, the 88 columns),
+    comments and docstring wording do not make a sweep stale, while any change to a name,
+    a number or a statement does. Source that does not parse (a cell with an IPython magic)
+    is kept as raw text.
+    """
+    try:
+        with warnings.catch_warnings():  # old invalid escapes warn; they do not matter here
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(src)
+    except SyntaxError:
+        return src
+    bodies = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    for node in ast.walk(tree):
+        if isinstance(node, bodies) and node.body:
+            first = node.body[0]
+            is_const = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+            if is_const and isinstance(first.value.value, str):
+                del node.body[0]  # the docstring: prose, like a comment
+    # ast.dump's text depends on the Python version (3.13 drops empty fields): hashes
+    # computed under another minor version than CI's (environment.yml) will differ.
+    return ast.dump(tree)
+
+
 def chapter_hashes(root: str | Path, chapter: str) -> dict:
-    """``{"notebook": sha256, "library": sha256, "library_files": [...]}`` for ``chapter``."""
+    """``{"notebook": sha256, "library": sha256, "library_files": [...]}`` for ``chapter``,
+    over the :func:`normalised_code` of each code cell and each library file."""
     root = Path(root)
     notebook = root / "notebooks" / f"{chapter}.ipynb"
     if not notebook.is_file():
@@ -73,8 +103,14 @@ def chapter_hashes(root: str | Path, chapter: str) -> dict:
     lib = hashlib.sha256()
     files = chapter_modules(root, chapter)
     for path in files:
-        lib.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    return {"notebook": hashlib.sha256(chapter_code(notebook).encode()).hexdigest(),
+        code = normalised_code(path.read_text())
+        lib.update(path.relative_to(root).as_posix().encode() + b"\0" + code.encode() + b"\0")
+    cells = json.loads(notebook.read_text())["cells"]
+    nb = hashlib.sha256()
+    for c in cells:
+        if c["cell_type"] == "code":
+            nb.update(normalised_code("".join(c["source"])).encode() + b"\0")
+    return {"notebook": nb.hexdigest(),
             "library": lib.hexdigest(),
             "library_files": [p.relative_to(root).as_posix() for p in files]}
 
