@@ -435,8 +435,10 @@ def set_repo() -> None:
             f"colab.research.google.com/github/{slug}/blob/main/notebooks/",
             text,
         )
+        # The URL ends at a quote, an @ (a pinned ref) or a backslash (the JSON escape
+        # of the quote after it in the .ipynb text).
         text = re.sub(
-            r"git\+https://github\.com/[^/\"']+/[^/\"'@]+", f"git+{url}", text
+            r"git\+https://github\.com/[^/\"'\\]+/[^/\"'@\\]+", f"git+{url}", text
         )
         path.write_text(text)
 
