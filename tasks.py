@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -113,12 +114,14 @@ def quiet_env(threads: int | None = None) -> dict:
 # scorecard and README table
 # --------------------------------------------------------------------------------------
 def chapter_title(chapter: str) -> str:
+    """ "06 · f-SNN — ...": the chapter's number (the book numbers chapters itself, so
+    the notebook's title has none) and its title."""
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
     for cell in nb["cells"]:
         if cell["cell_type"] == "markdown":
             for line in "".join(cell["source"]).splitlines():
                 if line.startswith("# "):
-                    return line[2:].strip()
+                    return f"{chapter[:2]} · {line[2:].strip()}"
     return chapter
 
 
@@ -226,6 +229,43 @@ RUN_TIMEOUT_S = 900  # one chapter at one seed; the budget is 150 s
 CELL_TIMEOUT_S = 240  # a cell that hangs (seen in widget cells) fails fast
 
 
+def papermill_run(
+    notebook: Path,
+    out: Path,
+    log_path: Path,
+    env: dict,
+    params: dict | None = None,
+    cell_timeout: int = CELL_TIMEOUT_S,
+) -> tuple[int | str, float]:
+    """Execute ``notebook`` top to bottom in its own kernel (papermill, working folder
+    notebooks/), writing the executed copy to ``out`` and papermill's log to
+    ``log_path``. Returns (exit code or "timeout", wall seconds)."""
+    cmd = [sys.executable, "-m", "papermill", "--no-progress-bar", "-k", "python3"]
+    cmd += ["--execution-timeout", str(cell_timeout), "--cwd", str(ROOT / "notebooks")]
+    cmd += [str(notebook), str(out)]
+    for name, value in (params or {}).items():
+        cmd += ["-p", name, str(value)]
+    start = time.time()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            rc = proc.wait(timeout=RUN_TIMEOUT_S)
+        except (
+            subprocess.TimeoutExpired
+        ):  # a kernel that hangs (seen once, at shutdown)
+            os.killpg(proc.pid, 9)
+            proc.wait()
+            rc = "timeout"
+    return rc, time.time() - start
+
+
 def seeds(argv: list[str]) -> None:
     """Run each chapter at each seed (papermill, SCALE="ci", two kernels at a time, one
     thread each) and record every claim's value and verdict per seed in results/sweeps/.
@@ -282,45 +322,14 @@ def seeds(argv: list[str]) -> None:
         out.mkdir()
         env = quiet_env(threads=1)
         env.update(ICLR26_RESULTS_DIR=str(out), ICLR26_CLAIMS_RAISE="0")
-        cmd = [
-            sys.executable,
-            "-m",
-            "papermill",
-            "--no-progress-bar",
-            "-k",
-            "python3",
-            "--execution-timeout",
-            str(CELL_TIMEOUT_S),
-            "--cwd",
-            str(ROOT / "notebooks"),
-            str(ROOT / "notebooks" / f"{ch}.ipynb"),
-            str(out / "executed.ipynb"),
-            "-p",
-            "SCALE",
-            "ci",
-            "-p",
-            "SEED",
-            str(seed),
-        ]
-        start = time.time()
-        with open(out / "log.txt", "w") as log:
-            proc = subprocess.Popen(
-                cmd,
-                cwd=ROOT,
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            try:
-                rc = proc.wait(timeout=RUN_TIMEOUT_S)
-            except (
-                subprocess.TimeoutExpired
-            ):  # a kernel that hangs (seen once, at shutdown)
-                os.killpg(proc.pid, 9)
-                proc.wait()
-                rc = "timeout"
-        wall = time.time() - start
+        rc, wall = papermill_run(
+            ROOT / "notebooks" / f"{ch}.ipynb",
+            out / "executed.ipynb",
+            out / "log.txt",
+            env,
+            params={"SCALE": "ci", "SEED": seed},
+            cell_timeout=CELL_TIMEOUT_S,
+        )
         path = out / f"{ch}.ci.json"
         record = json.loads(path.read_text()) if path.exists() else None
         error = warning = None
@@ -492,78 +501,109 @@ def noexec_config() -> Path:
     return out
 
 
+EXECUTED = ROOT / "_build" / "executed"  # each chapter as the test command ran it
+SITE_SRC = ROOT / "_build" / "site-src"  # the book's source with the executed chapters
+SITE = ROOT / "_build" / "site"  # the site built from them: SITE/_build/html
+
+
+def execute_chapters(chapters: list[str], jobs: int = 2) -> int:
+    """Run each chapter once, top to bottom, at its defaults (SCALE="ci", SEED=0), two
+    kernels at a time with one torch thread each (two default-threaded torch processes
+    on two cores thrash). A claim that does not hold raises in its check cell and fails
+    the chapter. The executed copies go to _build/executed/ (the site is built from
+    them, so no chapter runs twice), the claim records to results/. Returns the number
+    of chapters that failed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    shutil.rmtree(EXECUTED, ignore_errors=True)
+    EXECUTED.mkdir(parents=True)
+
+    def one(ch: str) -> tuple[str, int | str, float]:
+        rc, wall = papermill_run(
+            ROOT / "notebooks" / f"{ch}.ipynb",
+            EXECUTED / f"{ch}.ipynb",
+            EXECUTED / f"{ch}.log",
+            quiet_env(threads=1),
+            cell_timeout=600,
+        )
+        verdict = "ok" if rc == 0 else f"FAILED ({rc}), log: {EXECUTED / ch}.log"
+        print(f"[execute] {ch}: {verdict}, {wall:.0f} s", flush=True)
+        if rc != 0:
+            tail = (EXECUTED / f"{ch}.log").read_text().strip().splitlines()[-25:]
+            print("\n".join(f"[execute]   {line}" for line in tail), flush=True)
+        return ch, rc, wall
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        runs = list(pool.map(one, chapters))
+    return sum(rc != 0 for _, rc, _ in runs)
+
+
+def site_source(chapters: list[str]) -> Path:
+    """A copy of the book's source in which each chapter is its executed notebook from
+    _build/executed/, with execution switched off: building it renders the outputs the
+    test run produced instead of running every chapter again."""
+    shutil.rmtree(SITE_SRC, ignore_errors=True)
+    SITE_SRC.mkdir(parents=True)
+    for name in ("book", "_vendor", "_theme"):
+        shutil.copytree(ROOT / name, SITE_SRC / name)
+    shutil.copy(ROOT / "_toc.yml", SITE_SRC / "_toc.yml")
+    shutil.copy(noexec_config(), SITE_SRC / "_config.yml")
+    (SITE_SRC / "notebooks").mkdir()
+    for ch in chapters:
+        executed = EXECUTED / f"{ch}.ipynb"
+        # A chapter that failed before writing its copy is built without outputs (the
+        # step that ran it has failed already).
+        source = executed if executed.is_file() else ROOT / "notebooks" / f"{ch}.ipynb"
+        shutil.copy(source, SITE_SRC / "notebooks" / f"{ch}.ipynb")
+    return SITE_SRC
+
+
 def test() -> None:
+    """Everything CI checks, in order; a step runs even when an earlier one failed."""
+    from iclr26.claims import chapters_in_toc
+
+    chapters = chapters_in_toc(ROOT / "_toc.yml")
     steps, secs = {}, {}
 
-    def step(name: str, cmd: list, env: dict) -> None:
+    def step(name: str, action) -> None:
+        print(f"\n[tasks] === {name}", flush=True)
         t = time.time()
-        steps[name] = (
-            jupyter_book(cmd[1:], env=env, check=False)
-            if cmd[0] == "jupyter-book"
-            else run(cmd, env=env, check=False)
-        )
+        steps[name] = action()
         secs[name] = time.time() - t
 
+    def pytest(*args: str, env: dict | None = None) -> int:
+        cmd = [sys.executable, "-m", "pytest", "tests", "-q", *args]
+        return run(cmd, env=env or quiet_env(threads=1), check=False)
+
+    def site() -> int:
+        src = site_source(chapters)
+        cmd = [Path(sys.executable).parent / "jupyter-book", "build", "--all", "-W"]
+        cmd += ["-n", "--keep-going", "--path-output", SITE, src]
+        return run(cmd, env=quiet_env(), check=False)
+
+    site_env = dict(quiet_env(threads=1), ICLR26_SITE=str(SITE / "_build" / "html"))
     t0 = time.time()
     step(
-        "library and notebook-shape tests",
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "tests",
-            "-q",
-            "-n",
-            "2",
-            "-m",
-            "not classroom",
-        ],
-        quiet_env(threads=1),
+        "library, notebook-shape and style tests",
+        lambda: pytest("-n", "2", "-m", "not classroom and not site and not colab"),
     )
-    # Each notebook in its own kernel, two at a time, one torch thread each (two
-    # default-threaded torch processes on two cores thrash). The claim checks inside
-    # fail a notebook's cell.
-    step(
-        "every notebook under nbval",
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--nbval-lax",
-            "--nbval-cell-timeout",
-            "600",
-            "-q",
-            "-n",
-            "2",
-            "--dist",
-            "loadfile",
-            "notebooks",
-        ],
-        quiet_env(threads=1),
-    )
+    step("every chapter, executed once", lambda: execute_chapters(chapters))
     # The classroom kit: every chapter's student version is generated, then run and
     # graded by otter-grader three times (stubs: the whole chapter; reference solutions
     # and a wrong answer: only the cells the answers need, see tests/test_classroom.py).
     step(
         "classroom kit: assign and grade every chapter",
-        [sys.executable, "-m", "pytest", "tests", "-q", "-n", "2", "-m", "classroom"],
-        quiet_env(threads=1),
+        lambda: pytest("-n", "2", "-m", "classroom"),
     )
     scorecard()
+    step("the site, from the executed chapters, warnings as errors", site)
     step(
-        "book build, warnings as errors, no re-execution",
-        [
-            "jupyter-book",
-            "--all",
-            "-W",
-            "-n",
-            "--keep-going",
-            "--config",
-            noexec_config(),
-            "--path-output",
-            ROOT / "_build" / "check",
-        ],
-        quiet_env(),
+        "the site in headless Chromium, offline, and its internal links",
+        lambda: pytest("-m", "site", env=site_env),
+    )
+    step(
+        "chapters outside the clone, in what Colab ships",
+        lambda: pytest("-m", "colab"),
     )
     print("\n[tasks] test summary")
     for name, rc in steps.items():
@@ -571,6 +611,8 @@ def test() -> None:
             f"[tasks]   {'ok    ' if rc == 0 else 'FAILED'} {name} ({secs[name]:.0f} s)"
         )
     print(f"[tasks]   total {time.time() - t0:.0f} s")
+    print(f"[tasks]   the site: {SITE / '_build' / 'html' / 'index.html'}")
+    print(f"[tasks]   screenshots of every page: {ROOT / '_build' / 'screenshots'}")
     sys.exit(0 if all(rc == 0 for rc in steps.values()) else 1)
 
 

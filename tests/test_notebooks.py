@@ -13,6 +13,8 @@ import pytest
 from iclr26.claims import chapters_in_toc
 
 ROOT = Path(__file__).resolve().parents[1]
+# An ipywidgets control: interact, interact_manual or interactive.
+WIDGET = re.compile(r"\binteract(_manual)?\(|\binteractive\(")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
 REPO_URL = (
     re.search(
@@ -71,14 +73,40 @@ class TestChapterNotebook:
 
     def test_title_and_colab_badge(self, path):
         first = source(cells(path)[0])
-        assert first.startswith(f"# {path.stem[:2]} "), (
-            "the first cell starts with '# NN · Method — ...'"
+        assert first.startswith("# ") and not re.match(r"# \d", first), (
+            "the first cell starts with '# Method — what it is for' (the book numbers "
+            "the chapters itself: a number in the title would show twice)"
         )
-        badge = f"https://colab.research.google.com/github/{REPO_SLUG}/blob/main/notebooks/{path.name}"
-        assert badge in first, (
-            f"the first cell needs the Colab badge linking to {badge}"
+        link = (
+            "[Open in Colab](https://colab.research.google.com/github/"
+            f"{REPO_SLUG}/blob/main/notebooks/{path.name})"
         )
+        assert link in first, f"the first cell needs the Colab link {link}"
         assert "ICLR 2026" in first
+
+    def test_no_control_characters(self, path):
+        """A TeX command written in a Python string without escaping its backslash
+        (\\approx, \\beta, \\frac) turns into a control character (bell,
+        backspace, form feed) that MathJax cannot parse: one such formula stops every
+        formula of the page from rendering."""
+        bad = [
+            (i, repr(ch))
+            for i, c in enumerate(cells(path))
+            for ch in source(c)
+            if ord(ch) < 32 and ch not in "\n\t"
+        ]
+        assert not bad, f"control characters in cells: {bad}"
+
+    def test_no_image_from_the_internet(self, path):
+        """The book works offline: a badge or figure fetched from a URL would show as a
+        broken image there."""
+        remote = [
+            m.group(0)
+            for c in cells(path)
+            if c["cell_type"] == "markdown"
+            for m in re.finditer(r"!\[[^\]]*\]\(https?://[^)]*\)", source(c))
+        ]
+        assert not remote, f"images from the internet: {remote}"
 
     def test_install_cell_is_guarded_and_points_at_the_repository(self, path):
         install = [
@@ -250,16 +278,20 @@ def test_exercise_checker_says_not_done_on_the_stub_and_correct_on_the_reference
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_widget_cells_are_skipped_by_nbval(path):
+def test_widget_cells_are_skipped_and_hidden(path):
     """A headless executor sometimes never sees an `interact` cell finish (the kernel is
     idle, the executor waits: nbclient issue 312): nbval skips those cells
     ('nbval-skip'), and so do papermill in the seed sweep, otter and the book's build,
-    which all execute through nbclient ('skip-execution'); the default figure drawn
-    before them is tested."""
-    for c in cells(path):
-        if c["cell_type"] == "code" and "interact(" in source(c):
-            tags = c.get("metadata", {}).get("tags", [])
-            assert {"nbval-skip", "skip-execution"} <= set(tags), (
-                "tag the ipywidgets.interact cell 'nbval-skip', 'skip-execution' and "
-                "'remove-output'"
-            )
+    which all execute through nbclient ('skip-execution'). The static book cannot run a
+    widget: it shows the default figure drawn in the cell before and folds the widget's
+    code away ('remove-output', 'hide-input'), so no widget placeholder is left on the
+    page and no widget manager has to be fetched from the internet."""
+    code = [c for c in cells(path) if c["cell_type"] == "code"]
+    for i, c in enumerate(code):
+        if WIDGET.search(source(c)):
+            tags = set(c.get("metadata", {}).get("tags", []))
+            want = {"nbval-skip", "skip-execution", "remove-output", "hide-input"}
+            assert want <= tags, f"tag the widget cell {sorted(want - tags)}"
+            assert i > 0 and "skip-execution" not in code[i - 1].get(
+                "metadata", {}
+            ).get("tags", []), "the cell before a widget draws its default figure"

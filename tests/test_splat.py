@@ -408,7 +408,10 @@ def test_fit_sanity_adam_on_pixel_batches():
         opt.step()
     cpu, p1 = time.process_time() - t0, train_psnr()
     assert p1 > 18.0 and p1 > p0 + 4.0, (p0, p1)
-    assert cpu < 10.0, cpu  # about 2.5 s of one core measured
+    # About 2.5 s of one core measured alone; the bound only catches a renderer that
+    # became an order of magnitude slower (CPU time still inflates when torch runs more
+    # threads than the machine has free cores).
+    assert cpu < 60.0, cpu
 
 
 def _gs(**over):

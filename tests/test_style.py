@@ -6,6 +6,8 @@ Fix a failure with `ruff format . && ruff check --fix .`; wrap long comments and
 docstrings by hand (ruff does not).
 """
 
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,3 +26,26 @@ def test_ruff(command):
         text=True,
     )
     assert out.returncode == 0, f"ruff {' '.join(command)}:\n{out.stdout}{out.stderr}"
+
+
+def test_code_in_the_prose_is_formatted_too():
+    """Python code blocks in the notebooks' Markdown (solutions, examples) render in the
+    same column as code cells: each must be what `ruff format` makes of it."""
+    fence = re.compile(r"```python\n(.*?)```", re.S)
+    bad = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            for block in fence.findall("".join(cell["source"])):
+                out = subprocess.run(
+                    [sys.executable, "-m", "ruff", "format", "--no-cache"]
+                    + ["--stdin-filename", "block.py", "-"],
+                    cwd=ROOT,
+                    input=block,
+                    capture_output=True,
+                    text=True,
+                )
+                if out.returncode != 0 or out.stdout != block:
+                    bad.append(f"{path.name}: {block.splitlines()[0]}")
+    assert not bad, "format these Markdown code blocks with ruff:\n" + "\n".join(bad)
