@@ -18,6 +18,7 @@ message, except under CI, where a missing browser fails.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -30,6 +31,12 @@ pytestmark = pytest.mark.site
 ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("ICLR26_SITE", ROOT / "_build" / "site" / "_build" / "html"))
 SHOTS = ROOT / "_build" / "screenshots"
+# The repository the Colab links must point at, as _config.yml sets it.
+REPO = re.search(
+    r"^repository:\s*\n\s+url:\s*https://github\.com/(\S+)",
+    (ROOT / "_config.yml").read_text(),
+    flags=re.M,
+).group(1)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 WIDTH, HEIGHT = 1280, 1600  # a laptop's width: 88 columns of code must fit here
@@ -138,14 +145,31 @@ Promise.all([math, ...images]).then(() => {
         .filter(i => !(i.complete && i.naturalWidth > 0))
         .map(i => i.getAttribute("src").slice(0, 80)),
     outputImages: article.querySelectorAll(".cell_output img").length,
+    // "Fig. 6.2", "Exercise 6.1", "Theorem 6.1", and the title's "6." itself.
+    numbers: Array.from(article.querySelectorAll(".caption-number, h1 .section-number"))
+        .map(e => e.textContent.trim()),
+    // The chapter's Colab link and the theme's launch button, anywhere on the page.
+    colabLinks: Array.from(
+        document.querySelectorAll('a[href*="colab.research.google"]'))
+        .map(a => a.getAttribute("href")),
+    // A figure is numbered within its chapter ("Fig. 6.2") when its cell carries a
+    // caption (cell metadata mystnb.figure). myst-nb puts every displayed output of
+    // such a cell in the figure, so a cell that also displays a table or a claim's
+    // verdict is left without a number (18 cells of the first 14 chapters).
+    unnumberedFigures: Array.from(article.querySelectorAll(".cell_output img"))
+        .filter(i => !(i.closest("figure") &&
+                       i.closest("figure").querySelector(".caption-number")))
+        .filter(i => !Array.from(i.closest(".cell_output").children).some(c =>
+            !(c.tagName === "IMG" || c.tagName === "FIGURE" ||
+              c.matches(".output.stream")))).length,
     widgets: article.querySelectorAll(
         'script[type="application/vnd.jupyter.widget-view+json"], ' +
         ".jupyter-widgets, .widget-area").length,
     // Code a reader reads: cell inputs and code blocks in the prose, not outputs.
     wideCode: Array.from(article.querySelectorAll("div.highlight pre"))
         .filter(p => !p.closest(".cell_output"))
-        // Folded code (a widget's, under hide-input) has no box to measure.
-        .filter(p => p.getClientRects().length > 0 && p.clientWidth > 0)
+        // Folded code (a widget's, under hide-input) is measured in its folded box.
+        .filter(p => !p.closest(".tag_hide-input"))
         .filter(p => p.scrollWidth > p.clientWidth + 1)
         .map(p => p.textContent.split("\n")
                   .reduce((a, b) => b.length > a.length ? b : a)),
@@ -202,8 +226,26 @@ def test_page_in_a_browser(browser, page):
     if seen["wideCode"]:
         problems.append(f"code wider than the column: {seen['wideCode'][:5]}")
     if page.parent.name == "notebooks":
+        want = f"https://colab.research.google.com/github/{REPO}/blob/main/notebooks/{page.stem}"
+        colab = set(seen["colabLinks"])
+        if len(seen["colabLinks"]) < 2 or colab != {want + ".ipynb"}:
+            problems.append(
+                f"the Colab link and launch button should both open {want}.ipynb, "
+                f"found {seen['colabLinks']}"
+            )
+        chapter = int(page.stem[:2])
+        wrong = [n for n in seen["numbers"] if not re.search(rf"\b{chapter}\.", n)]
+        if wrong or not seen["numbers"]:
+            problems.append(
+                f"numbers that are not chapter {chapter}'s: {wrong or 'none at all'}"
+            )
         if seen["outputImages"] == 0:
             problems.append("a chapter without a single figure: was it executed?")
+        if seen["unnumberedFigures"]:
+            problems.append(
+                f"{seen['unnumberedFigures']} figures without a caption and number "
+                "(give the cell mystnb.figure metadata: caption and name)"
+            )
         if seen["widgetsWithoutFigure"]:
             problems.append("a widget cell without a default figure drawn before it")
     assert not problems, f"{page.relative_to(SITE)}:\n" + "\n".join(problems)
