@@ -474,6 +474,7 @@ class ClaimLog:
             "seed": self.seed,
             "started_at": self.started_at,
             "runtime_s": self.runtime_s,
+            "machine": machine(),
             "claims": [
                 {**asdict(c), **self.results.get(c.id, blank)}
                 for c in self.claims.values()
@@ -483,6 +484,37 @@ class ClaimLog:
         tmp = self.path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
         tmp.replace(self.path)  # atomic: a reader never sees half a file
+
+
+def machine() -> dict:
+    """What a recorded number depends on beyond the code and the seed. The same chapter
+    at the same seed gives slightly different floats on processors whose PyTorch uses
+    other vector kernels (AVX2 against AVX-512, say), and an RL or training run can
+    amplify that into a different result: a record says where it was measured."""
+    import platform
+
+    import torch
+
+    return {
+        "processor": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "torch": torch.__version__,
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+    }
+
+
+def _cpu_model() -> str:
+    try:  # Linux
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "unknown"
 
 
 def chapters_in_toc(toc_path: str | Path) -> list[str]:

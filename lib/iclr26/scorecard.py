@@ -211,6 +211,8 @@ def sweep_record(
                 "warning": r.get("warning"),
                 "wall_s": r.get("wall_s"),
                 "runtime_s": (r["record"] or {}).get("runtime_s"),
+                # where it ran (iclr26.claims.machine): floats differ across CPUs
+                "machine": (r["record"] or {}).get("machine"),
             }
             for r in runs
         ],
