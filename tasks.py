@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The book's commands. Needs only Python 3.10+ on a fresh clone.
 
-    # make/refresh the environment, execute every chapter (cached), render HTML
+    # make/refresh the environment, run the chapters that changed, render _build/html
     python3 tasks.py build
-    # library tests, every notebook under nbval, a warning-free book build
+    # every test: library, each chapter once, classroom, the site in a browser, Colab
     python3 tasks.py test
 
 With no virtual environment (or conda env) active, both make ``.venv/`` here and run
@@ -16,7 +16,7 @@ results/sweeps/ (commit it; the tests fail on an asserted claim without a fresh 
 
 Helpers: ``python3 tasks.py scorecard`` regenerates book/scorecard.md and the README's
 chapter table from results/; ``python3 tasks.py set-repo`` rewrites every notebook's
-Colab badge and install cell to the repository URL in _config.yml.
+Colab link and install cell to the repository URL in _config.yml.
 """
 
 from __future__ import annotations
@@ -466,27 +466,23 @@ def repo_url() -> str:
 # --------------------------------------------------------------------------------------
 # the two commands
 # --------------------------------------------------------------------------------------
-def jupyter_book(extra: list[str], env: dict, check: bool = True) -> int:
-    return run(
-        [Path(sys.executable).parent / "jupyter-book", "build", *extra, "."],
-        env=env,
-        check=check,
-    )
-
-
 def build() -> None:
-    env = quiet_env()
+    """Execute every chapter whose code changed since its last run (two at a time; the
+    rest are reused from _build/executed/), refresh the scorecard, and render the site
+    from the executed chapters into _build/html."""
+    from iclr26.claims import chapters_in_toc
+
     t0 = time.time()
-    # First pass executes every chapter whose code changed (the rest come from the
-    # cache) and so writes results/; the second renders the scorecard from those results
-    # (cache hits, fast).
-    jupyter_book(["--keep-going"], env)
+    chapters = chapters_in_toc(ROOT / "_toc.yml")
+    failed = execute_chapters(chapters, reuse=True)
     scorecard()
-    jupyter_book([], env)
+    rc = build_site(chapters, warnings_as_errors=False)
     print(
-        f"[tasks] book built in {time.time() - t0:.0f} s. "
-        f"Open {ROOT / '_build' / 'html' / 'index.html'}"
+        f"[tasks] book built in {time.time() - t0:.0f} s"
+        + (f" ({failed} chapters FAILED: see above)" if failed else "")
+        + f". Open {SITE_HTML / 'index.html'}"
     )
+    sys.exit(1 if failed or rc else 0)
 
 
 def noexec_config() -> Path:
@@ -503,22 +499,47 @@ def noexec_config() -> Path:
 
 EXECUTED = ROOT / "_build" / "executed"  # each chapter as the test command ran it
 SITE_SRC = ROOT / "_build" / "site-src"  # the book's source with the executed chapters
-SITE = ROOT / "_build" / "site"  # the site built from them: SITE/_build/html
+SITE_HTML = ROOT / "_build" / "html"  # the site built from them
 
 
-def execute_chapters(chapters: list[str], jobs: int = 2) -> int:
+def chapter_stamp(ch: str) -> str:
+    """What a chapter's executed copy depends on: its code cells and library modules
+    (as the seed sweep hashes them) and the locked environment."""
+    from iclr26.scorecard import chapter_hashes
+
+    h = chapter_hashes(ROOT, ch)
+    lock = LOCK.read_bytes() + NODEPS.read_bytes()
+    return hashlib.sha256(json.dumps(h, sort_keys=True).encode() + lock).hexdigest()
+
+
+def execute_chapters(chapters: list[str], jobs: int = 2, reuse: bool = False) -> int:
     """Run each chapter once, top to bottom, at its defaults (SCALE="ci", SEED=0), two
     kernels at a time with one torch thread each (two default-threaded torch processes
     on two cores thrash). A claim that does not hold raises in its check cell and fails
     the chapter. The executed copies go to _build/executed/ (the site is built from
-    them, so no chapter runs twice), the claim records to results/. Returns the number
-    of chapters that failed."""
+    them, so no chapter runs twice), the claim records to results/. With ``reuse``
+    (the build command), a chapter whose executed copy is stamped with its current
+    code is not run again. Returns the number of chapters that failed."""
     from concurrent.futures import ThreadPoolExecutor
 
-    shutil.rmtree(EXECUTED, ignore_errors=True)
-    EXECUTED.mkdir(parents=True)
+    if not reuse:
+        shutil.rmtree(EXECUTED, ignore_errors=True)
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+
+    def fresh(ch: str) -> bool:
+        stamp = EXECUTED / f"{ch}.stamp"
+        return stamp.is_file() and stamp.read_text() == chapter_stamp(ch)
+
+    todo = [ch for ch in chapters if not (reuse and fresh(ch))]
+    if reuse:
+        print(
+            f"[execute] {len(chapters) - len(todo)} chapters unchanged since their "
+            f"last run, {len(todo)} to run",
+            flush=True,
+        )
 
     def one(ch: str) -> tuple[str, int | str, float]:
+        (EXECUTED / f"{ch}.stamp").unlink(missing_ok=True)
         rc, wall = papermill_run(
             ROOT / "notebooks" / f"{ch}.ipynb",
             EXECUTED / f"{ch}.ipynb",
@@ -528,20 +549,39 @@ def execute_chapters(chapters: list[str], jobs: int = 2) -> int:
         )
         verdict = "ok" if rc == 0 else f"FAILED ({rc}), log: {EXECUTED / ch}.log"
         print(f"[execute] {ch}: {verdict}, {wall:.0f} s", flush=True)
-        if rc != 0:
+        if rc == 0:
+            (EXECUTED / f"{ch}.stamp").write_text(chapter_stamp(ch))
+        else:
             tail = (EXECUTED / f"{ch}.log").read_text().strip().splitlines()[-25:]
             print("\n".join(f"[execute]   {line}" for line in tail), flush=True)
         return ch, rc, wall
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        runs = list(pool.map(one, chapters))
+        runs = list(pool.map(one, todo))
     return sum(rc != 0 for _, rc, _ in runs)
 
 
+def with_outputs(notebook: Path, executed: Path) -> dict:
+    """The notebook as it is now (prose, tags, figure captions) with the outputs of its
+    executed copy, cell by cell; the code must be the code that ran."""
+    nb, ran = json.loads(notebook.read_text()), json.loads(executed.read_text())
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    done = [c for c in ran["cells"] if c["cell_type"] == "code"]
+    # papermill may add an injected-parameters cell; there is none without -p
+    if ["".join(c["source"]) for c in code] != ["".join(c["source"]) for c in done]:
+        raise ValueError(f"{executed} did not run the code of {notebook}")
+    for c, r in zip(code, done):
+        c["outputs"], c["execution_count"] = (
+            r.get("outputs", []),
+            r.get("execution_count"),
+        )
+    return nb
+
+
 def site_source(chapters: list[str]) -> Path:
-    """A copy of the book's source in which each chapter is its executed notebook from
-    _build/executed/, with execution switched off: building it renders the outputs the
-    test run produced instead of running every chapter again."""
+    """A copy of the book's source in which each chapter carries the outputs of its
+    executed copy in _build/executed/, with execution switched off: building it renders
+    what the run produced instead of running every chapter again."""
     shutil.rmtree(SITE_SRC, ignore_errors=True)
     SITE_SRC.mkdir(parents=True)
     for name in ("book", "_vendor", "_theme"):
@@ -550,12 +590,27 @@ def site_source(chapters: list[str]) -> Path:
     shutil.copy(noexec_config(), SITE_SRC / "_config.yml")
     (SITE_SRC / "notebooks").mkdir()
     for ch in chapters:
-        executed = EXECUTED / f"{ch}.ipynb"
-        # A chapter that failed before writing its copy is built without outputs (the
-        # step that ran it has failed already).
-        source = executed if executed.is_file() else ROOT / "notebooks" / f"{ch}.ipynb"
-        shutil.copy(source, SITE_SRC / "notebooks" / f"{ch}.ipynb")
+        notebook, executed = (
+            ROOT / "notebooks" / f"{ch}.ipynb",
+            EXECUTED / f"{ch}.ipynb",
+        )
+        out = SITE_SRC / "notebooks" / f"{ch}.ipynb"
+        if (EXECUTED / f"{ch}.stamp").is_file():
+            out.write_text(
+                json.dumps(with_outputs(notebook, executed), indent=1) + "\n"
+            )
+        else:  # it failed: built without outputs (the step that ran it has failed)
+            shutil.copy(notebook, out)
     return SITE_SRC
+
+
+def build_site(chapters: list[str], warnings_as_errors: bool = True) -> int:
+    """Render the site from the executed chapters into _build/html."""
+    src = site_source(chapters)
+    cmd = [Path(sys.executable).parent / "jupyter-book", "build", "--all", "-n"]
+    cmd += ["-W", "--keep-going"] if warnings_as_errors else []
+    cmd += ["--path-output", ROOT, src]  # Jupyter Book writes ROOT/_build/html
+    return run(cmd, env=quiet_env(), check=False)
 
 
 def test() -> None:
@@ -575,13 +630,7 @@ def test() -> None:
         cmd = [sys.executable, "-m", "pytest", "tests", "-q", *args]
         return run(cmd, env=env or quiet_env(threads=1), check=False)
 
-    def site() -> int:
-        src = site_source(chapters)
-        cmd = [Path(sys.executable).parent / "jupyter-book", "build", "--all", "-W"]
-        cmd += ["-n", "--keep-going", "--path-output", SITE, src]
-        return run(cmd, env=quiet_env(), check=False)
-
-    site_env = dict(quiet_env(threads=1), ICLR26_SITE=str(SITE / "_build" / "html"))
+    site_env = dict(quiet_env(threads=1), ICLR26_SITE=str(SITE_HTML))
     t0 = time.time()
     step(
         "library, notebook-shape and style tests",
@@ -596,7 +645,10 @@ def test() -> None:
         lambda: pytest("-n", "2", "-m", "classroom"),
     )
     scorecard()
-    step("the site, from the executed chapters, warnings as errors", site)
+    step(
+        "the site, from the executed chapters, warnings as errors",
+        lambda: build_site(chapters),
+    )
     step(
         "the site in headless Chromium, offline, and its internal links",
         lambda: pytest("-m", "site", env=site_env),
@@ -611,7 +663,7 @@ def test() -> None:
             f"[tasks]   {'ok    ' if rc == 0 else 'FAILED'} {name} ({secs[name]:.0f} s)"
         )
     print(f"[tasks]   total {time.time() - t0:.0f} s")
-    print(f"[tasks]   the site: {SITE / '_build' / 'html' / 'index.html'}")
+    print(f"[tasks]   the site: {SITE_HTML / 'index.html'}")
     print(f"[tasks]   screenshots of every page: {ROOT / '_build' / 'screenshots'}")
     sys.exit(0 if all(rc == 0 for rc in steps.values()) else 1)
 

@@ -29,7 +29,7 @@ import pytest
 pytestmark = pytest.mark.site
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = Path(os.environ.get("ICLR26_SITE", ROOT / "_build" / "site" / "_build" / "html"))
+SITE = Path(os.environ.get("ICLR26_SITE", ROOT / "_build" / "html"))
 SHOTS = ROOT / "_build" / "screenshots"
 # The repository the Colab links must point at, as _config.yml sets it.
 REPO = re.search(
