@@ -20,9 +20,6 @@ GRID = [
     ("400 steps", dict(steps=400)),
     ("n_train 1000", dict(n_train=1000)),
     ("n_train 4000", dict(n_train=4000)),
-    ("image 32 px", dict(size=32)),
-    ("seed 1", {}),
-    ("seed 2", {}),
 ]
 
 
