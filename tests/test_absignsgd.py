@@ -1,35 +1,64 @@
 """Unit tests of iclr26.absignsgd (seconds)."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
+from nbexercise import exercise_parts
 from torch import nn
 
 from iclr26.absignsgd import (
-    ABSignSGD, BAdamSchedule, BlockAdam, BlockSGD, DepthBiasedSchedule, average_step,
-    train_val_split, unpack_signs, wire_signs, ReplicaLinear, UniformSchedule, backward_linear_ops,
-    check_depth_biased_schedule, check_expected_depth, depth_biased_tau, expected_backward_depth,
-    linear_blocks, majority_vote, mv_step, pack_signs, replica_evaluate, replica_loss, replica_mlp,
-    saved_activation_bytes, sign_error_probability, training_state_bytes, visit_frequencies,
+    ABSignSGD,
+    BAdamSchedule,
+    BlockAdam,
+    BlockSGD,
+    DepthBiasedSchedule,
+    ReplicaLinear,
+    UniformSchedule,
+    average_step,
+    backward_linear_ops,
+    check_depth_biased_schedule,
+    check_expected_depth,
+    depth_biased_tau,
+    expected_backward_depth,
+    linear_blocks,
+    majority_vote,
+    mv_step,
+    pack_signs,
+    replica_evaluate,
+    replica_loss,
+    replica_mlp,
+    saved_activation_bytes,
+    sign_error_probability,
+    train_val_split,
+    training_state_bytes,
+    unpack_signs,
+    visit_frequencies,
+    wire_signs,
     worker_block_gradients,
 )
 from iclr26.harness import mlp, optimizer_state_bytes
-from nbexercise import exercise_parts
 
 SIZES = [8, 7, 6, 5, 4]  # 4 Linear blocks
 
 
 def data(n=12, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return torch.randn(n, SIZES[0], generator=g), torch.randint(SIZES[-1], (n,), generator=g)
+    return torch.randn(n, SIZES[0], generator=g), torch.randint(
+        SIZES[-1], (n,), generator=g
+    )
 
 
 # ---------------------------------------------------------------- schedules
 
+
 def test_tau_values_and_errors():
-    assert torch.equal(depth_biased_tau(6, 10.0), torch.tensor([66., 56., 46., 36., 26., 16.], dtype=torch.float64))
+    assert torch.equal(
+        depth_biased_tau(6, 10.0),
+        torch.tensor([66.0, 56.0, 46.0, 36.0, 26.0, 16.0], dtype=torch.float64),
+    )
     with pytest.raises(ValueError):
         depth_biased_tau(0)
     with pytest.raises(TypeError):
@@ -46,7 +75,9 @@ def test_expected_depth_closed_form():
     assert expected_backward_depth(tau) == pytest.approx(2.66998, abs=1e-4)
     assert expected_backward_depth(torch.ones(6)) == pytest.approx(3.5)
     # c -> infinity: frequencies ∝ 1/(N-i), depth N / H_N
-    assert expected_backward_depth(depth_biased_tau(6, 1e9)) == pytest.approx(6 / sum(1 / k for k in range(1, 7)), rel=1e-6)
+    assert expected_backward_depth(depth_biased_tau(6, 1e9)) == pytest.approx(
+        6 / sum(1 / k for k in range(1, 7)), rel=1e-6
+    )
     with pytest.raises(ValueError):
         visit_frequencies(torch.tensor([1.0, 0.0]))
     with pytest.raises(ValueError):
@@ -60,15 +91,19 @@ def test_schedule_frequencies_and_windows():
     freq = torch.bincount(picks, minlength=n).double() / steps
     p = visit_frequencies(sched.tau)
     assert torch.allclose(freq, p, rtol=0.02)
-    window = int(torch.floor(sched.tau.max() / sched.tau).sum()) + n  # B = sum_j (floor(tau_max/tau_j) + 1)
+    # B = sum_j (floor(tau_max/tau_j) + 1)
+    window = int(torch.floor(sched.tau.max() / sched.tau).sum()) + n
     for start in range(0, steps - window, 37):
-        assert set(picks[start:start + window].tolist()) == set(range(n))
+        assert set(picks[start : start + window].tolist()) == set(range(n))
     assert freq[-1] > freq[0]  # deeper (nearer the loss) blocks are picked more often
 
 
 def test_uniform_schedule_is_seeded_and_in_range():
     a = [UniformSchedule(5, torch.Generator().manual_seed(3))() for _ in range(1)]
-    s1, s2 = UniformSchedule(5, torch.Generator().manual_seed(3)), UniformSchedule(5, torch.Generator().manual_seed(3))
+    s1, s2 = (
+        UniformSchedule(5, torch.Generator().manual_seed(3)),
+        UniformSchedule(5, torch.Generator().manual_seed(3)),
+    )
     seq1, seq2 = [s1() for _ in range(200)], [s2() for _ in range(200)]
     assert seq1 == seq2 and set(seq1) == set(range(5)) and a[0] == seq1[0]
     with pytest.raises(TypeError):
@@ -77,10 +112,14 @@ def test_uniform_schedule_is_seeded_and_in_range():
 
 # ---------------------------------------------------------------- ABSignSGD
 
+
 def one_step(opt, model, x, y):
     loss = nn.functional.cross_entropy(model(x), y)
     loss.backward()
-    grads = {id(p): (p.grad.clone() if p.grad is not None else None) for p in model.parameters()}
+    grads = {
+        id(p): (p.grad.clone() if p.grad is not None else None)
+        for p in model.parameters()
+    }
     active = opt.active_block
     opt.step()
     opt.zero_grad()
@@ -107,7 +146,9 @@ def test_only_active_block_moves_by_lr_sign(wd):
                     want = old * (1 - lr * wd) - lr * torch.sign(grads[id(p)])
                     assert torch.allclose(p.detach(), want, atol=1e-7)
                     if wd == 0:
-                        assert torch.allclose((p.detach() - old).abs(), torch.full_like(old, lr))
+                        assert torch.allclose(
+                            (p.detach() - old).abs(), torch.full_like(old, lr)
+                        )
     assert optimizer_state_bytes(opt) == 0 and len(opt.state) == 0
 
 
@@ -148,6 +189,7 @@ def test_optimizer_errors():
 
 # ---------------------------------------------------------------- BlockAdam
 
+
 def test_block_adam_with_one_block_is_torch_adam():
     x, y = data()
     m1, m2 = mlp(SIZES, seed=2), mlp(SIZES, seed=2)
@@ -169,7 +211,8 @@ def test_block_adam_state_bytes():
     keep = BlockAdam(linear_blocks(model), lr=1e-3)
     for _ in range(60):
         one_step(keep, model, x, y)
-    assert optimizer_state_bytes(keep) == 8 * n_par  # every block visited: two fp32 moments each
+    # every block visited: two fp32 moments each
+    assert optimizer_state_bytes(keep) == 8 * n_par
     model2 = mlp(SIZES, seed=0)
     reset = BlockAdam(linear_blocks(model2), lr=1e-3, reset_on_switch=True)
     sizes = [sum(p.numel() for p in b) for b in linear_blocks(model2)]
@@ -194,6 +237,7 @@ def test_block_adam_first_visit_is_almost_sign():
 
 # ---------------------------------------------------------------- majority vote
 
+
 def test_majority_vote_matches_naive():
     g = torch.Generator().manual_seed(0)
     signs = torch.randint(0, 2, (5, 3, 4), generator=g).float() * 2 - 1
@@ -211,7 +255,10 @@ def test_worker_gradients_match_loop():
     model = mlp(SIZES, seed=4)
     block = linear_blocks(model)[1]
     g = torch.Generator().manual_seed(1)
-    x, y = torch.randn(3, 6, SIZES[0], generator=g), torch.randint(SIZES[-1], (3, 6), generator=g)
+    x, y = (
+        torch.randn(3, 6, SIZES[0], generator=g),
+        torch.randint(SIZES[-1], (3, 6), generator=g),
+    )
     grads = worker_block_gradients(model, block, x, y)
     for m in range(3):
         ref = torch.autograd.grad(nn.functional.cross_entropy(model(x[m]), y[m]), block)
@@ -224,12 +271,17 @@ def test_worker_gradients_match_loop():
 def test_mv_step_single_worker_is_absignsgd_and_counts_bytes():
     x, y = data()
     m1, m2 = mlp(SIZES, seed=5), mlp(SIZES, seed=5)
-    o1, o2 = ABSignSGD(linear_blocks(m1), lr=1e-2), ABSignSGD(linear_blocks(m2), lr=1e-2)
+    o1, o2 = (
+        ABSignSGD(linear_blocks(m1), lr=1e-2),
+        ABSignSGD(linear_blocks(m2), lr=1e-2),
+    )
     for _ in range(6):
         size = sum(p.numel() for p in o1.param_groups[o1.active_block]["params"])
         info = mv_step(o1, m1, x[None], y[None])
         assert info["fp32_bytes"] == 4 * size
-        assert info["sign_bytes"] == sum(math.ceil(p.numel() / 8) for p in o2.param_groups[o2.active_block]["params"])
+        assert info["sign_bytes"] == sum(
+            math.ceil(p.numel() / 8) for p in o2.param_groups[o2.active_block]["params"]
+        )
         one_step(o2, m2, x, y)
     for p, q in zip(m1.parameters(), m2.parameters()):
         assert torch.equal(p, q)
@@ -252,14 +304,17 @@ def test_sign_error_probability():
         prev = cur
     g = torch.Generator().manual_seed(0)
     wrong = (torch.rand(200_000, 5, generator=g) < 0.3).sum(1) > 2
-    assert wrong.double().mean().item() == pytest.approx(sign_error_probability(0.3, 5).item(), abs=0.005)
+    assert wrong.double().mean().item() == pytest.approx(
+        sign_error_probability(0.3, 5).item(), abs=0.005
+    )
     with pytest.raises(ValueError):
         sign_error_probability(1.5, 3)
     with pytest.raises(ValueError):
         sign_error_probability(0.2, 0)
 
 
-# ---------------------------------------------------------------- replicas and measurement
+# ------------------------------------------------------------- replicas and measurement
+
 
 def test_replica_mlp_matches_individual_models():
     models = [mlp(SIZES, seed=s) for s in range(3)]
@@ -275,18 +330,27 @@ def test_replica_mlp_matches_individual_models():
     xs, ys = torch.randn(7, SIZES[0]), torch.randint(SIZES[-1], (7,))
     loss, acc = replica_evaluate(rep, xs, ys, 3)
     for r, m in enumerate(models):
-        assert loss[r].item() == pytest.approx(nn.functional.cross_entropy(m(xs), ys).item(), abs=1e-6)
-        assert acc[r].item() == pytest.approx((m(xs).argmax(1) == ys).float().mean().item())
+        assert loss[r].item() == pytest.approx(
+            nn.functional.cross_entropy(m(xs), ys).item(), abs=1e-6
+        )
+        assert acc[r].item() == pytest.approx(
+            (m(xs).argmax(1) == ys).float().mean().item()
+        )
     with pytest.raises(ValueError):
         rep(torch.randn(2, 5, SIZES[0]))
 
 
 def test_replica_linear_gradcheck():
     torch.manual_seed(0)
-    layer = ReplicaLinear(torch.randn(2, 3, 4, dtype=torch.float64), torch.randn(2, 3, dtype=torch.float64))
+    layer = ReplicaLinear(
+        torch.randn(2, 3, 4, dtype=torch.float64),
+        torch.randn(2, 3, dtype=torch.float64),
+    )
     x = torch.randn(2, 5, 4, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda x, w, b: torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2)),
-                                    (x, layer.weight, layer.bias))
+    assert torch.autograd.gradcheck(
+        lambda x, w, b: torch.baddbmm(b.unsqueeze(1), x, w.transpose(1, 2)),
+        (x, layer.weight, layer.bias),
+    )
     assert torch.autograd.gradcheck(layer, (x,))
 
 
@@ -299,11 +363,16 @@ def test_saved_activations_shrink_with_deeper_blocks():
         for i, block in enumerate(blocks):
             for p in block:
                 p.requires_grad_(i == b)
-        _, nbytes = saved_activation_bytes(lambda: nn.functional.cross_entropy(model(x), y))
+        _, nbytes = saved_activation_bytes(
+            lambda: nn.functional.cross_entropy(model(x), y)
+        )
         sizes.append(nbytes)
     assert all(a > b for a, b in zip(sizes, sizes[1:]))
     st = training_state_bytes(model)
-    assert st["params"] == 4 * sum(p.numel() for p in model.parameters()) and st["grads"] == 0
+    assert (
+        st["params"] == 4 * sum(p.numel() for p in model.parameters())
+        and st["grads"] == 0
+    )
 
 
 def test_check_functions():
@@ -312,7 +381,9 @@ def test_check_functions():
         return [s() for _ in range(steps)]
 
     assert check_depth_biased_schedule(good).status == "correct"
-    wrong = check_depth_biased_schedule(lambda n, c, steps: [k % n for k in range(steps)])
+    wrong = check_depth_biased_schedule(
+        lambda n, c, steps: [k % n for k in range(steps)]
+    )
     assert wrong.status == "wrong" and "Hint" in wrong
     short = check_depth_biased_schedule(lambda n, c, steps: good(n, c, steps)[:-1])
     assert short.status == "wrong"
@@ -328,14 +399,16 @@ def test_exercise_check_answers_not_done_wrong_and_correct():
     assert ns.check_expected_depth(uniform).status == "wrong"
     assert ns.check_expected_depth(reference).status == "correct"
 
-# ---------------------------------------------------------------- issue 14: inputs, BAdam, wire format
+
+# ------------------------------------------------- issue 14: inputs, BAdam, wire format
+
 
 def test_flat_parameter_list_is_refused_with_a_recipe():
     model = mlp(SIZES, seed=0)
     with pytest.raises(TypeError, match="flat list of tensors"):
         ABSignSGD(list(model.parameters()), lr=1e-3)
     with pytest.raises(TypeError, match="list of lists"):
-        ABSignSGD(model.parameters(), lr=1e-3)          # a generator, not a list of blocks
+        ABSignSGD(model.parameters(), lr=1e-3)  # a generator, not a list of blocks
     with pytest.raises(TypeError):
         ABSignSGD([iter(linear_blocks(model)[0])], lr=1e-3)
     with pytest.raises(TypeError):
@@ -348,9 +421,13 @@ def test_numpy_scalars_are_accepted():
     np = pytest.importorskip("numpy")
     s = DepthBiasedSchedule(4, c=np.float32(2))
     assert s.c == 2.0 and torch.equal(s.tau, depth_biased_tau(4, 2.0))
-    assert torch.equal(depth_biased_tau(np.int64(3), np.float64(1.5)), depth_biased_tau(3, 1.5))
+    assert torch.equal(
+        depth_biased_tau(np.int64(3), np.float64(1.5)), depth_biased_tau(3, 1.5)
+    )
     model = mlp(SIZES, seed=0)
-    opt = ABSignSGD(linear_blocks(model), lr=np.float32(1e-2), weight_decay=np.float32(0.1))
+    opt = ABSignSGD(
+        linear_blocks(model), lr=np.float32(1e-2), weight_decay=np.float32(0.1)
+    )
     assert isinstance(opt.param_groups[0]["lr"], float)
     with pytest.raises(TypeError, match="real number"):
         depth_biased_tau(3, c="2")
@@ -358,8 +435,14 @@ def test_numpy_scalars_are_accepted():
         depth_biased_tau(3, c=float("inf"))
 
 
-@pytest.mark.parametrize("make", [lambda b: ABSignSGD(b, lr=1e-3), lambda b: BlockAdam(b, lr=1e-3),
-                                  lambda b: BlockSGD(b, lr=1e-3)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda b: ABSignSGD(b, lr=1e-3),
+        lambda b: BlockAdam(b, lr=1e-3),
+        lambda b: BlockSGD(b, lr=1e-3),
+    ],
+)
 def test_step_without_backward_is_an_error_and_keeps_the_schedule(make):
     model = mlp(SIZES, seed=0)
     opt = make(linear_blocks(model))
@@ -386,10 +469,12 @@ def test_badam_schedule_orders_and_switch_interval():
     assert [s() for _ in range(14)] == [2] * 4 + [1] * 4 + [0] * 4 + [2] * 2
     s = BAdamSchedule(3, switch_every=2, order="ascending")
     assert [s() for _ in range(8)] == [0, 0, 1, 1, 2, 2, 0, 0]
-    s = BAdamSchedule(5, switch_every=3, order="random", generator=torch.Generator().manual_seed(1))
+    s = BAdamSchedule(
+        5, switch_every=3, order="random", generator=torch.Generator().manual_seed(1)
+    )
     picks = [s() for _ in range(15)]
-    assert sorted(set(picks)) == list(range(5))            # one block-epoch visits every block
-    assert all(len(set(picks[i:i + 3])) == 1 for i in range(0, 15, 3))
+    assert sorted(set(picks)) == list(range(5))  # one block-epoch visits every block
+    assert all(len(set(picks[i : i + 3])) == 1 for i in range(0, 15, 3))
     with pytest.raises(ValueError):
         BAdamSchedule(3, order="sideways")
     with pytest.raises(ValueError):
@@ -401,14 +486,18 @@ def test_badam_schedule_orders_and_switch_interval():
 def test_badam_keeps_moments_within_a_block_and_resets_at_a_switch():
     model = mlp(SIZES, seed=0)
     x, y = data()
-    opt = BlockAdam(linear_blocks(model), lr=1e-3, schedule=BAdamSchedule(4, switch_every=3),
-                    reset_on_switch=True)
+    opt = BlockAdam(
+        linear_blocks(model),
+        lr=1e-3,
+        schedule=BAdamSchedule(4, switch_every=3),
+        reset_on_switch=True,
+    )
     steps_seen = []
     for _ in range(7):
         one_step(opt, model, x, y)
         steps_seen.append(max((st["step"] for st in opt.state.values()), default=0))
-    # after steps 1, 2 the same block continues (step counter 1, 2); the switch after step 3
-    # clears the moments; the next block counts again from 1
+    # after steps 1, 2 the same block continues (step counter 1, 2); the switch after
+    # step 3 clears the moments; the next block counts again from 1
     assert steps_seen == [1, 2, 0, 1, 2, 0, 1]
 
 
@@ -426,8 +515,14 @@ def test_wire_signs_round_trip_and_zero_travels_as_plus_one():
 def test_average_step_is_sign_of_pooled_gradient():
     model_a, model_b = mlp(SIZES, seed=6), mlp(SIZES, seed=6)
     g = torch.Generator().manual_seed(2)
-    x, y = torch.randn(3, 6, SIZES[0], generator=g), torch.randint(SIZES[-1], (3, 6), generator=g)
-    oa, ob = ABSignSGD(linear_blocks(model_a), lr=1e-2), ABSignSGD(linear_blocks(model_b), lr=1e-2)
+    x, y = (
+        torch.randn(3, 6, SIZES[0], generator=g),
+        torch.randint(SIZES[-1], (3, 6), generator=g),
+    )
+    oa, ob = (
+        ABSignSGD(linear_blocks(model_a), lr=1e-2),
+        ABSignSGD(linear_blocks(model_b), lr=1e-2),
+    )
     info = average_step(oa, model_a, x, y)
     nn.functional.cross_entropy(model_b(x.reshape(18, -1)), y.reshape(18)).backward()
     ob.step()
@@ -438,6 +533,7 @@ def test_average_step_is_sign_of_pooled_gradient():
 
 def test_train_val_split_is_stratified_and_disjoint():
     from iclr26.harness import digits_data
+
     train, _ = digits_data(seed=0)
     fit, val = train_val_split(train, 0.2, seed=3)
     assert len(fit.y) + len(val.y) == len(train.y)
@@ -445,8 +541,12 @@ def test_train_val_split_is_stratified_and_disjoint():
     assert set(val.y.tolist()) == set(range(10))
     # disjoint and complete: fit and val together are the training rows, each used once
     from collections import Counter
+
     def rows(split):
-        return Counter(tuple(r) + (int(y),) for r, y in zip(split.x.tolist(), split.y.tolist()))
+        return Counter(
+            tuple(r) + (int(y),) for r, y in zip(split.x.tolist(), split.y.tolist())
+        )
+
     assert rows(fit) + rows(val) == rows(train)
     with pytest.raises(ValueError):
         train_val_split(train, 1.0)

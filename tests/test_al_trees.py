@@ -1,22 +1,40 @@
-"""Unit tests for iclr26.al_trees (chapter 04): exact tree classes, disagreement coefficient, CAL.
+"""Unit tests for iclr26.al_trees (chapter 04): exact tree classes, disagreement
+coefficient, CAL.
 
-Everything here is discrete (labels, counts), so there is no gradient to check; the tests compare
-each vectorised function with a naive loop written from the definition instead.
+Everything here is discrete (labels, counts), so there is no gradient to check; the
+tests compare each vectorised function with a naive loop written from the
+definition instead.
 """
+
 import math
 
 import pytest
 import torch
 from nbexercise import exercise_parts
 
-from iclr26.al_trees import (VersionSpace, antidiagonal_points, cal_active_learn, check_disagreement_coefficient,
-                             disagreement_coefficient, disagreement_radius, enumerate_trees, greedy_tree_pool_error,
-                             grid_points, hamming_to, loglog_slope, passive_labels_to_collapse, sample_target,
-                             theta_from_radius, threshold_splits, tree_count_formula)
+from iclr26.al_trees import (
+    VersionSpace,
+    antidiagonal_points,
+    cal_active_learn,
+    check_disagreement_coefficient,
+    disagreement_coefficient,
+    disagreement_radius,
+    enumerate_trees,
+    greedy_tree_pool_error,
+    grid_points,
+    hamming_to,
+    loglog_slope,
+    passive_labels_to_collapse,
+    sample_target,
+    theta_from_radius,
+    threshold_splits,
+    tree_count_formula,
+)
 
 
 def naive_tree(X, f, t, left, right):
-    """A depth-2 tree by hand: root x_f > t; each child is a label (0/1) or (g, s, label_if_right)."""
+    """A depth-2 tree by hand: root x_f > t; each child is a label (0/1) or
+    (g, s, label_if_right)."""
     out = []
     for x in X.tolist():
         child = right if x[f] > t else left
@@ -43,7 +61,8 @@ def test_enumeration_count_matches_formula_and_dedup_is_exact(k):
     raw = enumerate_trees(X, depth=2, unique=False)
     assert raw.shape == (tree_count_formula(k), k * k) and raw.dtype == torch.bool
     uniq = enumerate_trees(X, depth=2)
-    assert uniq.shape == torch.unique(raw, dim=0).shape  # hash de-duplication agrees with a full sort
+    # hash de-duplication agrees with a full sort
+    assert uniq.shape == torch.unique(raw, dim=0).shape
     assert torch.unique(uniq, dim=0).shape == uniq.shape  # no duplicates left
     assert set(map(tuple, uniq.tolist())) == set(map(tuple, raw.tolist()))
 
@@ -52,12 +71,19 @@ def test_enumerated_trees_contain_hand_coded_trees():
     X = grid_points(5)
     P = enumerate_trees(X, depth=2)
     rows = set(map(tuple, P.tolist()))
-    for f, t, left, right in [(0, 1.5, 0, (1, 2.5, 1)), (1, 0.5, (0, 3.5, 0), (0, 1.5, 1)), (0, 3.5, 1, 0)]:
+    for f, t, left, right in [
+        (0, 1.5, 0, (1, 2.5, 1)),
+        (1, 0.5, (0, 3.5, 0), (0, 1.5, 1)),
+        (0, 3.5, 1, 0),
+    ]:
         assert tuple(naive_tree(X, f, t, left, right).tolist()) in rows
-    # a path that reuses the root's feature is NOT in the distinct-feature class, but is in the relaxed one
+    # a path that reuses the root's feature is NOT in the distinct-feature class, but is
+    # in the relaxed one
     strip = naive_tree(X, 0, 1.5, 0, (0, 2.5, 0))  # 1 exactly on the strip x_0 = 2
     assert tuple(strip.tolist()) not in rows
-    assert tuple(strip.tolist()) in set(map(tuple, enumerate_trees(X, 2, distinct_features=False).tolist()))
+    assert tuple(strip.tolist()) in set(
+        map(tuple, enumerate_trees(X, 2, distinct_features=False).tolist())
+    )
 
 
 def test_depths_nest_and_splits():
@@ -78,13 +104,26 @@ def test_hamming_matches_naive():
 def naive_rho(P, h):
     n = P.shape[1]
     d = (P != h).sum(1)
-    return torch.tensor([min([int(d[j]) for j in range(P.shape[0]) if P[j, x] != h[x]], default=math.inf) / n
-                         for x in range(n)], dtype=torch.float64)
+    return torch.tensor(
+        [
+            min(
+                [int(d[j]) for j in range(P.shape[0]) if P[j, x] != h[x]],
+                default=math.inf,
+            )
+            / n
+            for x in range(n)
+        ],
+        dtype=torch.float64,
+    )
 
 
 def naive_theta(rho, r0):
     n = rho.numel()
-    radii = [r / 1000 for r in range(1, 1001) if r / 1000 >= r0] + [r0] + [float(r) for r in rho if r >= r0 and math.isfinite(r)]
+    radii = (
+        [r / 1000 for r in range(1, 1001) if r / 1000 >= r0]
+        + [r0]
+        + [float(r) for r in rho if r >= r0 and math.isfinite(r)]
+    )
     return max(float((rho <= r + 1e-12).sum()) / n / r for r in radii)
 
 
@@ -93,7 +132,8 @@ def test_disagreement_radius_and_theta_match_definition(seed):
     g = torch.Generator().manual_seed(seed)
     P = enumerate_trees(grid_points(4))
     h = P[torch.randint(P.shape[0], (1,), generator=g).item()]
-    rho = disagreement_radius(P, h, chunk=37)  # a small chunk exercises the early-exit loop
+    # a small chunk exercises the early-exit loop
+    rho = disagreement_radius(P, h, chunk=37)
     assert torch.allclose(rho, naive_rho(P, h))
     theta, _ = disagreement_coefficient(P, h)
     assert theta == pytest.approx(naive_theta(rho, 1 / 16))
@@ -113,7 +153,9 @@ def test_antidiagonal_isolates_every_point():
     for n in (8, 13):
         P = enumerate_trees(antidiagonal_points(n))
         theta, rho = disagreement_coefficient(P, torch.zeros(n, dtype=torch.bool))
-        assert theta == pytest.approx(n) and torch.allclose(rho, torch.full((n,), 1 / n, dtype=torch.float64))
+        assert theta == pytest.approx(n) and torch.allclose(
+            rho, torch.full((n,), 1 / n, dtype=torch.float64)
+        )
 
 
 def test_theta_from_radius_errors():
@@ -132,7 +174,8 @@ def test_cal_reaches_target_and_only_queries_inside_dis(seed):
     labels, queried, alive = cal_active_learn(P, y, order)
     assert labels == int(queried.sum()) and alive.shape == (P.shape[0],)
     assert (P[alive] == y).all()  # zero error: every surviving hypothesis is the target
-    vs = VersionSpace(P)  # replay: every query was in DIS(V) at its time, every skip was not
+    # replay: every query was in DIS(V) at its time, every skip was not
+    vs = VersionSpace(P)
     for i in order.tolist():
         assert vs.disagrees(i) == bool(queried[i])
         if queried[i]:
@@ -153,7 +196,8 @@ def test_passive_matches_naive_first_disagreement():
     naive = max(int(pos[(w != y)].min()) + 1 for w in wrong)
     vs = VersionSpace(P)
     assert passive_labels_to_collapse(vs, y, order) == naive
-    assert passive_labels_to_collapse(vs, y, order) == naive  # a VersionSpace is reset and reusable
+    # a VersionSpace is reset and reusable
+    assert passive_labels_to_collapse(vs, y, order) == naive
 
 
 def test_bad_input_errors():
@@ -174,7 +218,11 @@ def test_bad_input_errors():
         cal_active_learn(P, P[0], torch.zeros(9, dtype=torch.long))  # not a permutation
     with pytest.raises(ValueError):  # not realisable: an XOR pattern on the 3x3 grid
         X = grid_points(3)
-        passive_labels_to_collapse(enumerate_trees(X, depth=1), (X[:, 0] > 0.5) ^ (X[:, 1] > 0.5), torch.arange(9))
+        passive_labels_to_collapse(
+            enumerate_trees(X, depth=1),
+            (X[:, 0] > 0.5) ^ (X[:, 1] > 0.5),
+            torch.arange(9),
+        )
     with pytest.raises(ValueError):
         loglog_slope([1, 2], [1, -1])
 

@@ -1,5 +1,6 @@
-"""Tests for chapter 04's factored disagreement radius, non-grid pools, the agnostic learner
-and the input checks added after review (issue 15)."""
+"""Tests for chapter 04's factored disagreement radius, non-grid pools, the agnostic
+learner and the input checks added after review (issue 15)."""
+
 import math
 
 import pytest
@@ -9,9 +10,14 @@ from iclr26 import al_trees as alt
 
 
 def pools(g):
-    return [alt.grid_points(5), alt.grid_points(3, 2), alt.antidiagonal_points(9),
-            alt.jittered_grid_points(4, 0.3, g), alt.permutation_points(12, g),
-            torch.tensor([[0.0, 1.0], [0.0, 1.0], [2.0, 0.0], [1.0, 3.0]])]  # repeated points
+    return [
+        alt.grid_points(5),
+        alt.grid_points(3, 2),
+        alt.antidiagonal_points(9),
+        alt.jittered_grid_points(4, 0.3, g),
+        alt.permutation_points(12, g),
+        torch.tensor([[0.0, 1.0], [0.0, 1.0], [2.0, 0.0], [1.0, 3.0]]),
+    ]  # repeated points
 
 
 @pytest.mark.parametrize("distinct", [True, False])
@@ -23,9 +29,14 @@ def test_factored_radius_equals_enumerated_class(distinct):
             h = P[i]
             theta, rho = alt.disagreement_coefficient(P, h)
             theta_f, rho_f = alt.tree_disagreement_coefficient(X, h, distinct)
-            assert torch.equal(rho, rho_f) and theta == pytest.approx(theta_f, abs=1e-12)
-        h = torch.rand(X.shape[0], generator=g) > 0.5  # any labelling: rho is still defined
-        assert torch.equal(alt.disagreement_radius(P, h), alt.tree_disagreement_radius(X, h, distinct))
+            assert torch.equal(rho, rho_f) and theta == pytest.approx(
+                theta_f, abs=1e-12
+            )
+        # any labelling: rho is still defined
+        h = torch.rand(X.shape[0], generator=g) > 0.5
+        assert torch.equal(
+            alt.disagreement_radius(P, h), alt.tree_disagreement_radius(X, h, distinct)
+        )
 
 
 def test_feature_reuse_gives_sqrt_n_and_grid_stays_logarithmic():
@@ -43,7 +54,9 @@ def test_factored_refuses_target_outside_class_and_bad_input():
     with pytest.raises(TypeError):
         alt.tree_disagreement_radius(X, xor.float())
     with pytest.raises(ValueError):
-        alt.tree_disagreement_radius(torch.full((4, 2), math.nan), torch.zeros(4, dtype=torch.bool))
+        alt.tree_disagreement_radius(
+            torch.full((4, 2), math.nan), torch.zeros(4, dtype=torch.bool)
+        )
 
 
 def test_non_grid_pools():
@@ -68,11 +81,17 @@ def test_library_refuses_what_it_cannot_answer():
     xor = (X[:, 0] > 0.5) ^ (X[:, 1] > 0.5)
     with pytest.raises(ValueError, match="row of P"):  # h* outside H
         alt.disagreement_coefficient(P, xor)
-    with pytest.raises(ValueError, match="realisable"):  # no silent non-zero-error survivor
+    with pytest.raises(
+        ValueError, match="realisable"
+    ):  # no silent non-zero-error survivor
         for s in range(20):  # some order must infer a label wrongly or empty the space
-            alt.cal_active_learn(P, xor, torch.randperm(9, generator=torch.Generator().manual_seed(s)))
+            alt.cal_active_learn(
+                P, xor, torch.randperm(9, generator=torch.Generator().manual_seed(s))
+            )
     with pytest.raises(ValueError):  # an empty pool / class
-        alt.disagreement_coefficient(torch.zeros(0, 4, dtype=torch.bool), torch.zeros(4, dtype=torch.bool))
+        alt.disagreement_coefficient(
+            torch.zeros(0, 4, dtype=torch.bool), torch.zeros(4, dtype=torch.bool)
+        )
     with pytest.raises(ValueError):
         alt.VersionSpace(torch.zeros(3, 0, dtype=torch.bool))
     with pytest.raises(ValueError):
@@ -155,7 +174,9 @@ def test_robust_cal_and_random_erm_bad_input():
         alt.random_query_erm(P, y, order, budget=7)
     with pytest.raises(TypeError):
         alt.random_query_erm(P, y.float(), order, budget=3)
-    assert alt.random_query_erm(P, y, order, budget=6) == int(alt.pool_errors(P, y).argmin())
+    assert alt.random_query_erm(P, y, order, budget=6) == int(
+        alt.pool_errors(P, y).argmin()
+    )
 
 
 def test_passive_closed_form_matches_step_by_step():

@@ -20,7 +20,7 @@ def test_posterior_matches_gaussian_conditioning_and_monte_carlo():
         # joint Gaussian of (x_{s-1}, x_s) given x0, then condition on x_s
         cov, var_s = a.sqrt() * (1 - abp), 1 - ab
         want_m = abp.sqrt() * x0 + cov / var_s * (xs - ab.sqrt() * x0)
-        want_v = (1 - abp) - cov ** 2 / var_s
+        want_v = (1 - abp) - cov**2 / var_s
         m, v = br.posterior(x0, xs, s, sched)
         assert torch.allclose(m, want_m, atol=1e-12)
         assert float(v) == pytest.approx(float(want_v), abs=1e-12)
@@ -31,7 +31,8 @@ def test_posterior_matches_gaussian_conditioning_and_monte_carlo():
     eps = torch.randn(n, 1, generator=g, dtype=torch.float64)
     prev = br.q_sample(x0, s - 1, sched, eps)
     xs = sched.alphas[s].sqrt() * prev + sched.betas[s].sqrt() * torch.randn(
-        n, 1, generator=g, dtype=torch.float64)
+        n, 1, generator=g, dtype=torch.float64
+    )
     A = torch.cat([xs, torch.ones_like(xs)], 1)
     coef = torch.linalg.lstsq(A, prev).solution
     resid = (prev - A @ coef).var()
@@ -66,8 +67,7 @@ def test_schedule_ends_near_noise_and_chain_marginals():
     assert chain.shape == (21, 100_000, 2)
     for s in (3, 12):
         ab = float(sched.alpha_bar[s])
-        assert float(chain[s].mean()) == pytest.approx(0.5 * ab ** 0.5,
-                                                     abs=0.01)
+        assert float(chain[s].mean()) == pytest.approx(0.5 * ab**0.5, abs=0.01)
         assert float(chain[s].var()) == pytest.approx(1 - ab, rel=0.03)
 
 
@@ -77,7 +77,7 @@ def test_set_x_touches_only_the_behavioural_subspace():
     x = torch.randn(5, 2, generator=gen(2))
     r2 = net.set_x(r, x)
     assert torch.allclose(net.readout(r2), x, atol=1e-5)
-    P = torch.eye(16) - net.Wx.T @ net.Wx                  # null-space projector
+    P = torch.eye(16) - net.Wx.T @ net.Wx  # null-space projector
     assert torch.allclose(r2 @ P, r @ P, atol=1e-5)
     assert torch.allclose(net.Wx @ net.Wx.T, torch.eye(2), atol=1e-5)
 
@@ -91,8 +91,11 @@ def test_mixture_em_recovers_planted_weights():
     kappa = 8.0
     vm = torch.distributions.VonMises(torch.tensor(0.0), torch.tensor(kappa))
     vm = vm.sample((n,))
-    resp = torch.where(comp == 0, tgt + vm, torch.where(comp == 1, nt + vm,
-                       (torch.rand(n, generator=g) * 2 - 1) * math.pi))
+    resp = torch.where(
+        comp == 0,
+        tgt + vm,
+        torch.where(comp == 1, nt + vm, (torch.rand(n, generator=g) * 2 - 1) * math.pi),
+    )
     fit = br.fit_swap_mixture(br.wrap(resp), tgt, nt)
     assert fit["w_target"] == pytest.approx(0.65, abs=0.02)
     assert fit["w_swap"] == pytest.approx(0.25, abs=0.02)
@@ -106,6 +109,7 @@ def test_oracle_denoiser_reproduces_the_mixture():
     tr = br.make_trials(8000, 0.2, 0.0, 0.15, generator=g)
     means = torch.stack([br.unit(tr.target), br.unit(tr.nontarget)], 1)
     w = torch.tensor([0.8, 0.2])
+
     def oracle(x, s):
         return br.gmm_posterior_mean(x, s, sched, means, w, 0.15)
 
@@ -137,15 +141,16 @@ def test_inputs_layout():
     tr = br.make_trials(3, generator=gen())
     u = br.trial_inputs(tr, 2, 3, 4)
     assert u.shape == (9, 3, br.N_IN)
-    assert (u[2:5] == 0).all()                                 # the delay is silent
+    assert (u[2:5] == 0).all()  # the delay is silent
     assert torch.equal(u[5:, :, 8:10].argmax(-1), tr.cue.expand(4, 3))
     assert torch.allclose(u[5:, 0, 10], torch.tensor([1.0, 0.75, 0.5, 0.25]))
 
 
 @pytest.mark.parametrize("method", br.METHODS)
 def test_training_smoke_and_sampling_shapes(method):
-    net, sched, losses = br.train(method, N=12, hidden=16, iters=3, batch=16, T=10,
-                                  n_stim=2, n_delay=1)
+    net, sched, losses = br.train(
+        method, N=12, hidden=16, iters=3, batch=16, T=10, n_stim=2, n_delay=1
+    )
     assert len(losses) == 3 and all(math.isfinite(l) for l in losses)
     tr = br.make_trials(7, generator=gen())
     x = br.sample_responses(net, tr, method, 2, 1, 10, sched, generator=gen(1))
@@ -213,15 +218,15 @@ def test_exercise_checker():
     assert ns.br.check_cond_cov(stub).status == "not done yet"
     assert ns.br.check_cond_cov(reference).status == "correct"
 
-    def no_blur(trials, noise):                     # forgets the noise: off by σ² I
-        return reference(trials, noise) - noise ** 2 * torch.eye(2)
+    def no_blur(trials, noise):  # forgets the noise: off by σ² I
+        return reference(trials, noise) - noise**2 * torch.eye(2)
 
     verdict = ns.br.check_cond_cov(no_blur)
     assert verdict.status == "wrong" and "identity" in verdict
-    assert "noise ** 2" not in verdict and "I/2" not in verdict   # no recipe
+    assert "noise ** 2" not in verdict and "I/2" not in verdict  # no recipe
 
-    def std_not_var(trials, noise):                 # σ where σ² belongs
-        return reference(trials, noise) - noise ** 2 * torch.eye(2) + noise * torch.eye(2)
+    def std_not_var(trials, noise):  # σ where σ² belongs
+        return reference(trials, noise) - noise**2 * torch.eye(2) + noise * torch.eye(2)
 
     assert ns.br.check_cond_cov(std_not_var).status == "wrong"
     assert ns.br.check_cond_cov(lambda tr, n: torch.zeros(len(tr), 2)).status == "wrong"
@@ -242,7 +247,9 @@ def test_conditional_cov_against_monte_carlo():
 def test_second_mode_separates_two_modes_from_one():
     tr = br.make_trials(400, generator=gen(5))
     idx = br.pick_stimuli(tr, 6)
-    assert bool((br.wrap(tr.nontarget[idx] - tr.target[idx]).abs() >= math.pi / 2).all())
+    assert bool(
+        (br.wrap(tr.nontarget[idx] - tr.target[idx]).abs() >= math.pi / 2).all()
+    )
     t, o = tr.target[idx], tr.nontarget[idx]
     two = br.two_mode_like(t, o, 600, 0.15, 8.0, gen(6))
     r2 = br.second_mode(two, t, o)
@@ -279,8 +286,9 @@ def test_review_inputs_raise():
     with pytest.raises(ValueError, match="one step per row"):
         br.posterior(torch.zeros(5, 2), torch.zeros(5, 2), torch.tensor([1, 2, 3]), s)
     with pytest.raises(ValueError, match="means must have shape"):
-        br.gmm_posterior_mean(torch.zeros(3, 2), 3, s, torch.zeros(2, 3),
-                              torch.tensor([0.5, 0.5]), 0.1)
+        br.gmm_posterior_mean(
+            torch.zeros(3, 2), 3, s, torch.zeros(2, 3), torch.tensor([0.5, 0.5]), 0.1
+        )
     with pytest.raises(TypeError, match="Generator"):
         br.make_trials(4, generator="x")
     with pytest.raises(ValueError, match="T >= 10"):
@@ -295,8 +303,11 @@ def test_fit_swap_mixture_loglik_is_of_the_returned_parameters():
     k = torch.tensor(f["kappa"], dtype=torch.float64)
     e_t = br.wrap(th - tr.target).double()
     e_s = br.wrap(th - tr.nontarget).double()
-    p = (w[0] * br.vm_logpdf(e_t, k).exp() + w[1] * br.vm_logpdf(e_s, k).exp()
-         + w[2] / (2 * math.pi))
+    p = (
+        w[0] * br.vm_logpdf(e_t, k).exp()
+        + w[1] * br.vm_logpdf(e_s, k).exp()
+        + w[2] / (2 * math.pi)
+    )
     assert abs(float(p.log().mean()) - f["loglik"]) < 1e-9
 
 
@@ -306,7 +317,7 @@ def test_swap_mode_contrast_separates_bimodal_from_unimodal():
     mean = br.conditional_mean(tr)
     assert br.swap_mode_contrast(mean, tr.target, tr.nontarget) <= 0
     d = br.unit(tr.nontarget) - br.unit(tr.target)
-    cov = 0.15 ** 2 * torch.eye(2) + 0.16 * d[:, :, None] * d[:, None, :]
+    cov = 0.15**2 * torch.eye(2) + 0.16 * d[:, :, None] * d[:, None, :]
     z = torch.randn(8000, 2, 1, generator=gen())
     gauss = mean + (torch.linalg.cholesky(cov) @ z)[..., 0]
     assert br.swap_mode_contrast(gauss, tr.target, tr.nontarget) < -0.05
@@ -319,9 +330,10 @@ def test_swap_mode_contrast_separates_bimodal_from_unimodal():
 def test_a1inv_against_a_root_finder():
     from scipy.optimize import brentq
     from scipy.special import i0e, i1e
+
     for kappa in (0.1, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 45.0, 100.0):
         R = i1e(kappa) / i0e(kappa)
-        exact = brentq(lambda k: i1e(k) / i0e(k) - R, 1e-6, 1e4)
+        exact = brentq(lambda k: i1e(k) / i0e(k) - R, 1e-6, 1e4)  # noqa: B023 called this iteration
         got = float(br._a1inv(torch.tensor(R, dtype=torch.float64)))
         assert got == pytest.approx(exact, rel=0.01)
 
@@ -345,8 +357,9 @@ def test_mm_sampler_covariance_is_LLt():
     one = br.make_trials(1, generator=gen(3))
     n = 40_000
     fields = ("colours", "locations", "cue", "swap_p", "component", "x0")
-    tr = br.Trials(*(getattr(one, f).expand(n, *getattr(one, f).shape[1:])
-                     for f in fields))
+    tr = br.Trials(
+        *(getattr(one, f).expand(n, *getattr(one, f).shape[1:]) for f in fields)
+    )
     x = br.sample_responses(net, tr, "mm", 2, 1, 10, generator=gen(4))
     L = net.chol(br.final_state(net, one, 2, 1, 10))[0]
     assert torch.allclose(torch.cov(x.T), L @ L.T, rtol=0.05, atol=2e-3)
@@ -369,14 +382,15 @@ def test_eps_weighting_is_the_eps_prediction_loss():
     # |mu - mu_tilde|^2 a (1 - ab) / b^2 = |eps_hat - eps|^2
     sched = br.ddpm_schedule(10, dtype=torch.float64)
     g = gen(5)
-    x0, eps, eps_hat = (torch.randn(4, 2, generator=g, dtype=torch.float64)
-                        for _ in range(3))
+    x0, eps, eps_hat = (
+        torch.randn(4, 2, generator=g, dtype=torch.float64) for _ in range(3)
+    )
     for s in (1, 5, 10):
         a, ab, b = sched.alphas[s], sched.alpha_bar[s], sched.betas[s]
         xs = br.q_sample(x0, s, sched, eps)
         mt, _ = br.posterior(x0, xs, s, sched)
         mu = (xs - b / (1 - ab).sqrt() * eps_hat) / a.sqrt()
-        lhs = ((mu - mt) ** 2).sum(-1) * a * (1 - ab) / b ** 2
+        lhs = ((mu - mt) ** 2).sum(-1) * a * (1 - ab) / b**2
         assert torch.allclose(lhs, ((eps_hat - eps) ** 2).sum(-1), rtol=1e-9)
     # and the library's weighted loss is the per-step mean loss times those weights
     sched = br.ddpm_schedule(10)
@@ -389,7 +403,7 @@ def test_eps_weighting_is_the_eps_prediction_loss():
     err = err.detach()
     assert float(mu_loss.detach()) == pytest.approx(float(err.sum()), rel=1e-4)
     assert float(eps_loss.detach()) == pytest.approx(float((err * w).mean()), rel=1e-4)
-    assert w[0] > 10 * w[-1]          # the eps loss weights the last steps (small s) up
+    assert w[0] > 10 * w[-1]  # the eps loss weights the last steps (small s) up
 
 
 def test_swap_by_distance_on_distance_data():
@@ -404,6 +418,7 @@ def test_swap_by_distance_on_distance_data():
 
 def test_spearman_ties_and_reference():
     from scipy.stats import spearmanr
+
     x, y = [1, 2, 3, 4, 5], [1, 1, 2, 2, 5]
     assert br.spearman(x, y) == pytest.approx(spearmanr(x, y).statistic)
     assert br.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1)
@@ -421,8 +436,13 @@ def test_conditional_mean_uses_the_trials_guess_rate():
 
 def test_exercise_checker_accepts_float32_answers():
     stub, reference, ns = exercise_parts("07-behaviour-rnn", "my_cond_cov")
-    assert ns.br.check_cond_cov(lambda tr, n: reference(tr, n).float()).status == "correct"
-    assert ns.br.check_cond_cov(lambda tr, n: reference(tr, n).double()).status == "correct"
+    assert (
+        ns.br.check_cond_cov(lambda tr, n: reference(tr, n).float()).status == "correct"
+    )
+    assert (
+        ns.br.check_cond_cov(lambda tr, n: reference(tr, n).double()).status
+        == "correct"
+    )
 
 
 def test_more_bad_inputs():
@@ -447,14 +467,22 @@ def test_more_bad_inputs():
     with pytest.raises(ValueError, match="NaN"):
         br.q_sample(torch.full((2, 2), float("nan")), 3, sched, torch.ones(2, 2))
     with pytest.raises(ValueError, match="sum to 1"):
-        br.gmm_posterior_mean(torch.zeros(3, 2), 3, sched, torch.zeros(2, 2),
-                              torch.tensor([5.0, 5.0]), 0.1)
+        br.gmm_posterior_mean(
+            torch.zeros(3, 2),
+            3,
+            sched,
+            torch.zeros(2, 2),
+            torch.tensor([5.0, 5.0]),
+            0.1,
+        )
     with pytest.raises(TypeError, match="seed"):
-        br.train("mse", N=8, hidden=8, iters=1, batch=4, T=10, n_stim=1, n_delay=1,
-                 seed=0.7)
+        br.train(
+            "mse", N=8, hidden=8, iters=1, batch=4, T=10, n_stim=1, n_delay=1, seed=0.7
+        )
     with pytest.raises(ValueError, match="lr"):
-        br.train("mse", N=8, hidden=8, iters=1, batch=4, T=10, n_stim=1, n_delay=1,
-                 lr=-1.0)
+        br.train(
+            "mse", N=8, hidden=8, iters=1, batch=4, T=10, n_stim=1, n_delay=1, lr=-1.0
+        )
     with pytest.raises(ValueError, match="radius"):
         br.swap_mode_contrast(tr.x0, tr.target, tr.nontarget, radius=-1.0)
     with pytest.raises(ValueError, match="min_sep"):
@@ -468,6 +496,7 @@ def test_more_bad_inputs():
 def test_same_trials_for_every_method(monkeypatch):
     # the three objectives see identical trials at every step (separate generators)
     from iclr26.behaviour_rnn import rnn
+
     seen = {}
     orig = rnn.make_trials
 

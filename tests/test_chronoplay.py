@@ -1,6 +1,7 @@
 """Unit tests of iclr26.chronoplay: the game world, synthesis, stale detection, the
 weighted
 JSD and its detector, BM25 against bm25s, the retrievers and the exercise checker."""
+
 from __future__ import annotations
 
 import bm25s
@@ -32,7 +33,8 @@ def test_world_shapes_and_patch_bookkeeping(world):
     assert np.array_equal(diff, world.changed[1:])  # a changed value always differs
     assert (world.values >= 1).all()
     assert world.renamed[1:].sum(1).tolist() == [1] * (T - 1)
-    assert len({n for row in world.names for n in row}) == E + (T - 1)  # names never reused
+    # names never reused
+    assert len({n for row in world.names for n in row}) == E + (T - 1)
 
 
 def test_world_is_a_function_of_its_seed(world):
@@ -52,7 +54,9 @@ def test_announcement_and_kb_carry_the_facts(world):
     j = int(np.flatnonzero(world.changed[1, e])[0])
     a = cp.ATTRS[cp.KINDS[world.kind[e]]][j]
     assert f"{a}: {world.values[1, e, j]}" in kb[e] and world.names[1, e] in kb[e]
-    assert f"{world.values[0, e, j]} -> {world.values[1, e, j]}" in cp.announcement(world, 1)
+    assert f"{world.values[0, e, j]} -> {world.values[1, e, j]}" in cp.announcement(
+        world, 1
+    )
 
 
 def test_name_space_is_guarded():
@@ -61,11 +65,16 @@ def test_name_space_is_guarded():
     assert cp.make_world(300, 2, seed=0, max_syllables=4).n_entities == 300
 
 
-@pytest.mark.parametrize("bad, err", [(dict(n_entities=3), ValueError),
-                                      (dict(n_entities=7.0), TypeError),
-                                      (dict(change_rate=1.5), ValueError),
-                                      (dict(renames=-1), ValueError),
-                                      (dict(seed="a"), TypeError)])
+@pytest.mark.parametrize(
+    "bad, err",
+    [
+        (dict(n_entities=3), ValueError),
+        (dict(n_entities=7.0), TypeError),
+        (dict(change_rate=1.5), ValueError),
+        (dict(renames=-1), ValueError),
+        (dict(seed="a"), TypeError),
+    ],
+)
 def test_make_world_rejects_bad_input(bad, err):
     args = dict(n_entities=12, n_versions=3, change_rate=0.1, renames=1, seed=0) | bad
     with pytest.raises(err):
@@ -140,7 +149,11 @@ def test_gazetteer_fuzzy_finds_typos():
 
 
 def test_f1_score():
-    assert cp.f1_score(np.array([1, 1, 0, 0], bool), np.array([1, 0, 1, 0], bool)) == (0.5, 0.5, 0.5)
+    assert cp.f1_score(np.array([1, 1, 0, 0], bool), np.array([1, 0, 1, 0], bool)) == (
+        0.5,
+        0.5,
+        0.5,
+    )
     assert cp.f1_score(np.zeros(3, bool), np.zeros(3, bool)) == (1.0, 1.0, 1.0)
 
 
@@ -150,9 +163,13 @@ def test_f1_score():
 def test_weighted_jsd_identities(seed):
     rng = np.random.default_rng(seed)
     p, q = rng.dirichlet(np.ones(9)), rng.dirichlet(np.ones(9))
-    assert cp.weighted_jsd(p, q, 0.0) == pytest.approx(jensenshannon(p, q) ** 2, abs=1e-12)
+    assert cp.weighted_jsd(p, q, 0.0) == pytest.approx(
+        jensenshannon(p, q) ** 2, abs=1e-12
+    )
     for g in (0.0, 0.5, 2.0):
-        assert cp.weighted_jsd(p, q, g) == pytest.approx(cp.weighted_jsd(q, p, g), abs=1e-14)
+        assert cp.weighted_jsd(p, q, g) == pytest.approx(
+            cp.weighted_jsd(q, p, g), abs=1e-14
+        )
         assert cp.weighted_jsd(p, p, g) == pytest.approx(0.0, abs=1e-15)
         assert cp.weighted_jsd(p, q, g) > 0
     assert cp.weighted_jsd(p, q, 0.0) <= np.log(2)
@@ -161,7 +178,7 @@ def test_weighted_jsd_identities(seed):
 
 def test_weighted_jsd_damps_rare_topics_and_batches():
     base = np.array([0.45, 0.45, 0.05, 0.05])
-    rare = np.array([0.45, 0.45, 0.01, 0.09])     # mass moves between rare topics
+    rare = np.array([0.45, 0.45, 0.01, 0.09])  # mass moves between rare topics
     popular = np.array([0.41, 0.49, 0.05, 0.05])  # the same mass between popular ones
     assert cp.weighted_jsd(base, rare, 1.0) < cp.weighted_jsd(base, rare, 0.0)
     assert cp.weighted_jsd(base, popular, 1.0) > cp.weighted_jsd(base, popular, 0.0)
@@ -169,12 +186,20 @@ def test_weighted_jsd_damps_rare_topics_and_batches():
     got = cp.weighted_jsd(P, P[::-1], 1.0)
     assert got.shape == (3,)
     assert got[1] == pytest.approx(0.0) and got[0] == pytest.approx(
-        cp.weighted_jsd(base, popular, 1.0))
+        cp.weighted_jsd(base, popular, 1.0)
+    )
 
 
-@pytest.mark.parametrize("p, q, g", [([0.5, 0.5], [1.0], 0.0), ([-0.1, 1.1], [0.5, 0.5], 0.0),
-                                     ([np.nan, 1], [0.5, 0.5], 0.0), ([0, 0], [0.5, 0.5], 0.0),
-                                     ([0.5, 0.5], [0.5, 0.5], -1.0)])
+@pytest.mark.parametrize(
+    "p, q, g",
+    [
+        ([0.5, 0.5], [1.0], 0.0),
+        ([-0.1, 1.1], [0.5, 0.5], 0.0),
+        ([np.nan, 1], [0.5, 0.5], 0.0),
+        ([0, 0], [0.5, 0.5], 0.0),
+        ([0.5, 0.5], [0.5, 0.5], -1.0),
+    ],
+)
 def test_weighted_jsd_rejects_bad_input(p, q, g):
     with pytest.raises(ValueError):
         cp.weighted_jsd(p, q, g)
@@ -197,8 +222,20 @@ def test_detector_batches_agree_with_single_runs():
 
 def test_detector_fires_at_planted_drift_and_calibration_uses_dev_only():
     def streams(drift, s0):
-        return np.stack([cp.drift_stream(cp.topic_phases(4, drift, seed=s0 + s), 5, 300,
-                                         0.0, 1.0, seed=s0 + 99 + s) for s in range(10)])
+        return np.stack(
+            [
+                cp.drift_stream(
+                    cp.topic_phases(4, drift, seed=s0 + s),
+                    5,
+                    300,
+                    0.0,
+                    1.0,
+                    seed=s0 + 99 + s,
+                )
+                for s in range(10)
+            ]
+        )
+
     quiet = streams(0.0, 1000)  # development: no drift, so every alarm is false
     lam = cp.calibrate_lambda(quiet, 1.0, 0.05)
     assert cp.false_alarm_rate(cp.detect_drift(quiet, 1.0, lam)[1]) <= 0.05
@@ -211,7 +248,9 @@ def test_detector_fires_at_planted_drift_and_calibration_uses_dev_only():
 
 def test_alarm_rates_counts():
     a = np.zeros((1, 12), bool)
-    a[0, [4, 9]] = True  # windows_per_phase 4: changes at 4 and 8; 9 is within horizon 2
+    a[0, [4, 9]] = (
+        True  # windows_per_phase 4: changes at 4 and 8; 9 is within horizon 2
+    )
     hit, fa = cp.alarm_rates(a, 4, horizon=2)
     assert hit == 1.0 and fa == 0.0
     a[0, 2] = True  # 7 windows can hold a false alarm: not 0 (never alarms), 4-5, 8-9
@@ -237,7 +276,9 @@ def test_weighted_jsd_large_gamma_tends_to_heaviest_topic():
     j_k = 0.5 * p[k] * np.log(p[k] / m[k]) + 0.5 * q[k] * np.log(q[k] / m[k])
     for g in (200.0, 1000.0, 1e6):
         assert cp.weighted_jsd(p, q, g) == pytest.approx(3 * j_k, rel=1e-9)
-    assert np.isfinite(cp.detect_drift(np.ones((4, 24)) + np.eye(4, 24), 1000.0, 0.1)[0]).all()
+    assert np.isfinite(
+        cp.detect_drift(np.ones((4, 24)) + np.eye(4, 24), 1000.0, 0.1)[0]
+    ).all()
 
 
 def test_detector_rejects_bad_input():
@@ -265,7 +306,12 @@ def test_bm25_equals_bm25s_on_fixtures(world, bench):
 
 
 def test_bm25_saturation_and_length_normalisation():
-    docs = ["apple", "apple apple apple apple", "banana cherry", "apple banana cherry date"]
+    docs = [
+        "apple",
+        "apple apple apple apple",
+        "banana cherry",
+        "apple banana cherry date",
+    ]
     s = cp.BM25Index(docs, k1=1.5, b=0.75).scores(["apple"])[0]
     assert s[2] == 0 and s[1] > s[0] > s[3] > 0
     assert s[1] < 4 * s[0]  # repeating a term saturates
@@ -280,8 +326,10 @@ def test_char_retriever_tolerates_typos_where_bm25_cannot(world):
     name = world.names[0, 5]
     q = [f"what is the {cp.ATTRS[cp.KINDS[world.kind[5]]][0]} of {name[0] + name[2:]}"]
     assert cp.TfidfIndex(kb, "char").scores(q).argmax() == 5
-    assert cp.BM25Index(kb).scores(q)[0, 5] == cp.BM25Index(kb).scores(q)[0].min() or \
-        cp.BM25Index(kb).scores(q).argmax() != 5
+    assert (
+        cp.BM25Index(kb).scores(q)[0, 5] == cp.BM25Index(kb).scores(q)[0].min()
+        or cp.BM25Index(kb).scores(q).argmax() != 5
+    )
     with pytest.raises(ValueError):
         cp.TfidfIndex(kb, "bytes")
 
@@ -342,8 +390,10 @@ def test_unseen_slang_is_outside_the_gazetteer(world):
         assert np.array_equal(a.community, b.community)
     lex = cp.make_lexicon(world, 3)
     Q = unseen[-1]
-    found = [Q.entity[i] in cp.gazetteer_ner(Q.text[i], lex)
-             for i in np.flatnonzero(Q.community)]
+    found = [
+        Q.entity[i] in cp.gazetteer_ner(Q.text[i], lex)
+        for i in np.flatnonzero(Q.community)
+    ]
     assert 0 < len(found) and np.mean(found) < 0.5  # most held-out slang is not matched
     with pytest.raises(ValueError, match="noise"):
         cp.synthesize(world, 0, np.ones(24) / 24, 5, 0.5, noise="leet")
@@ -355,35 +405,43 @@ def test_lexicon_without_aliases_drops_only_nicknames(world):
     assert set(world.names[2]) <= set(bare)
 
 
-@pytest.mark.parametrize("call", [
-    lambda: cp.detect_drift(np.r_[np.ones((1, 24)), np.zeros((1, 24))], 0.5, 0.1),
-    lambda: cp.alarm_rates(np.zeros((2, 12), bool), 4, horizon=5),
-    lambda: cp.drift_stream(cp.topic_phases(2, 1.0), 3, 10, 0.1, -2.0),
-    lambda: cp.drift_stream(cp.topic_phases(2, 1.0), 3, 10, 0.1, np.inf),
-    lambda: cp.recall_at_k(np.array([[0.1, 1.0, 0.5]]), np.array([7]), 1),
-    lambda: cp.recall_at_k(np.array([[0.1, 1.0, 0.5]]), np.array([-1]), 1),
-    lambda: cp.recall_at_k(np.array([[np.nan, 1.0, 0.5]]), np.array([0]), 1),
-    lambda: cp.BM25Index(["a b", "c"], k1=np.inf),
-    lambda: cp.weighted_jsd([0.1, 0.9], [0.9, 0.1], np.nan),
-    lambda: cp.alarm_rates(np.zeros((2, 36), bool), 5),  # 36 windows are not 5-window phases
-    lambda: cp.calibrate_lambda(np.ones((2, 6, 24)), 0.0, 0.0),
-    lambda: cp.calibrate_lambda(np.ones((2, 6, 24)), 0.0, 1.0),
-    lambda: cp.calibrate_lambda(np.ones((2, 6, 24)), 0.0, np.nan),
-    lambda: cp.calibrate_lambda(np.ones((2, 6, 24)), 0.0, -1.0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: cp.detect_drift(np.r_[np.ones((1, 24)), np.zeros((1, 24))], 0.5, 0.1),
+        lambda: cp.alarm_rates(np.zeros((2, 12), bool), 4, horizon=5),
+        lambda: cp.drift_stream(cp.topic_phases(2, 1.0), 3, 10, 0.1, -2.0),
+        lambda: cp.drift_stream(cp.topic_phases(2, 1.0), 3, 10, 0.1, np.inf),
+        lambda: cp.recall_at_k(np.array([[0.1, 1.0, 0.5]]), np.array([7]), 1),
+        lambda: cp.recall_at_k(np.array([[0.1, 1.0, 0.5]]), np.array([-1]), 1),
+        lambda: cp.recall_at_k(np.array([[np.nan, 1.0, 0.5]]), np.array([0]), 1),
+        lambda: cp.BM25Index(["a b", "c"], k1=np.inf),
+        lambda: cp.weighted_jsd([0.1, 0.9], [0.9, 0.1], np.nan),
+        lambda: cp.alarm_rates(
+            np.zeros((2, 36), bool), 5
+        ),  # 36 windows are not 5-window phases
+        lambda: cp.calibrate_lambda(np.ones((2, 6, 24)), 0.0, 0.0),
+        lambda: cp.calibrate_lambda(np.ones((2, 6, 24)), 0.0, 1.0),
+        lambda: cp.calibrate_lambda(np.ones((2, 6, 24)), 0.0, np.nan),
+        lambda: cp.calibrate_lambda(np.ones((2, 6, 24)), 0.0, -1.0),
+    ],
+)
 def test_library_rejects_bad_input_with_value_error(call):
     with pytest.raises(ValueError):
         call()
 
 
-@pytest.mark.parametrize("call", [
-    lambda: cp.weighted_jsd([0.1, 0.9], [0.9, 0.1], True),
-    lambda: cp.detect_drift(np.ones((3, 24)), True, 0.1),
-    lambda: cp.drift_stream(cp.topic_phases(2, 1.0), 3, 10, 0.1, "big"),
-    lambda: cp.recall_at_k(np.array([[0.1, 1.0, 0.5]]), np.array([1.0]), 1),
-    lambda: cp.alarm_rates(np.zeros((2, 12)), 4),
-    lambda: cp.f1_score(np.array([0.2, 0.9]), np.array([True, False])),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: cp.weighted_jsd([0.1, 0.9], [0.9, 0.1], True),
+        lambda: cp.detect_drift(np.ones((3, 24)), True, 0.1),
+        lambda: cp.drift_stream(cp.topic_phases(2, 1.0), 3, 10, 0.1, "big"),
+        lambda: cp.recall_at_k(np.array([[0.1, 1.0, 0.5]]), np.array([1.0]), 1),
+        lambda: cp.alarm_rates(np.zeros((2, 12)), 4),
+        lambda: cp.f1_score(np.array([0.2, 0.9]), np.array([True, False])),
+    ],
+)
 def test_library_rejects_bad_types_with_type_error(call):
     with pytest.raises(TypeError):
         call()
@@ -400,8 +458,10 @@ def _ref_wjsd(p, q, gamma, dtype=float, guard_q=True):
 
 
 def test_checker_accepts_float32_and_rejects_an_unguarded_q():
-    assert cp.check_weighted_jsd(
-        lambda p, q, g: _ref_wjsd(p, q, g, np.float32)).status == "correct"
+    assert (
+        cp.check_weighted_jsd(lambda p, q, g: _ref_wjsd(p, q, g, np.float32)).status
+        == "correct"
+    )
     verdict = cp.check_weighted_jsd(lambda p, q, g: _ref_wjsd(p, q, g, guard_q=False))
     assert verdict.status == "wrong" and "0 log 0" in str(verdict)
     # a wrong weighting is named as such, not as a wrong plain JSD
@@ -410,10 +470,26 @@ def test_checker_accepts_float32_and_rejects_an_unguarded_q():
 
 
 def test_calibration_row_and_rank_flip(world, bench):
-    row = cp.calibration.claim_values(1, n_entities=36, n_questions=60, n_versions=4,
-                                      n_streams=3, per_window=100, windows=3)
-    for key in ("flip@1", "flip_topics@1", "stale_gap", "unchanged_gap", "entity_prec",
-                "fact_f1_seen", "fact_f1_unseen", "drift_hit", "drift_hit_ctrl"):
+    row = cp.calibration.claim_values(
+        1,
+        n_entities=36,
+        n_questions=60,
+        n_versions=4,
+        n_streams=3,
+        per_window=100,
+        windows=3,
+    )
+    for key in (
+        "flip@1",
+        "flip_topics@1",
+        "stale_gap",
+        "unchanged_gap",
+        "entity_prec",
+        "fact_f1_seen",
+        "fact_f1_unseen",
+        "drift_hit",
+        "drift_hit_ctrl",
+    ):
         assert np.isfinite(row[key]), key
     assert row["drift_hit"] == min(row["hit_w"], row["hit_u"])
     assert -1 <= cp.rank_flip(world, bench, 1) <= 1
@@ -427,7 +503,8 @@ def test_checker_names_zero_handling_when_only_zeros_are_wrong():
         m = (p + q) / 2
         with np.errstate(divide="ignore", invalid="ignore"):
             j = np.nan_to_num(0.5 * p * np.log(p / m) + 0.5 * q * np.log(q / m))
-        w = m ** gamma if gamma > 0 else np.ones_like(m)
+        w = m**gamma if gamma > 0 else np.ones_like(m)
         return float((len(p) * w / w.sum() * j).sum())
+
     verdict = cp.check_weighted_jsd(zeros_bug)
     assert verdict.status == "wrong" and "zero in p or q" in str(verdict)

@@ -1,18 +1,20 @@
-"""The classroom kit end to end, per chapter: generate the otter-grader assignment, then run and
-grade the student version three ways with otter itself.
+"""The classroom kit end to end, per chapter: generate the otter-grader assignment, then
+run and grade the student version three ways with otter itself.
 
-* as handed out (stubs): every check prints "not done yet", no cell fails, the chapter's claims
-  still run to the last cell, and the autograded score is 0;
+* as handed out (stubs): every check prints "not done yet", no cell fails, the chapter's
+  claims still run to the last cell, and the autograded score is 0;
 * with the reference solutions (otter's autograder notebook): full points;
-* with a wrong answer that runs (the reference's result perturbed): 1 point of 3 per check,
-  and the feedback carries the check function's hint ("wrong: because ...").
+* with a wrong answer that runs (the reference's result perturbed): 1 point of 3 per
+  check, and the feedback carries the check function's hint ("wrong: because ...").
 
-The stub grading executes the whole chapter. The other two differ from it only in the answer
-cells, so they run the slice of the chapter those cells need (:func:`exercise_slice`): the
-chapter's own cells that define a name the answers, their checks or otter's cells use, and so
-on back. That keeps the kit's cost near one execution per chapter instead of three. It runs as
-its own step of the test command (``-m classroom``), two chapters at a time.
+The stub grading executes the whole chapter. The other two differ from it only in the
+answer cells, so they run the slice of the chapter those cells need
+(:func:`exercise_slice`): the chapter's own cells that define a name the answers, their
+checks or otter's cells use, and so on back. That keeps the kit's cost near one
+execution per chapter instead of three. It runs as its own step of the test command
+(``-m classroom``), two chapters at a time.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,14 +30,16 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import classroom  # noqa: E402
+
 from iclr26.claims import chapters_in_toc  # noqa: E402
 
 pytestmark = pytest.mark.classroom
 CHAPTERS = chapters_in_toc(ROOT / "_toc.yml")
 
-# A wrong answer that still runs: the reference's result, nudged. Numbers become 1.5 x + 0.1
-# (so neither a scale- nor a shift-invariant check can accept it), booleans flip.
-PERTURB = '''
+# A wrong answer that still runs: the reference's result, nudged.
+# Numbers become 1.5 x + 0.1 (so neither a scale- nor a shift-invariant check can accept
+# it), booleans flip.
+PERTURB = """
 def _kit_perturb(out):
     import numpy as _np
     import torch as _torch
@@ -52,47 +56,71 @@ def _kit_perturb(out):
     if isinstance(out, dict):
         return {k: _kit_perturb(v) for k, v in out.items()}
     return out
-'''
+"""
 
 
 def wrong_cell(reference: str, names: list[str]) -> str:
-    wrappers = "".join(f"\n_kit_ref_{n} = {n}\n\n\ndef {n}(*args, **kwargs):\n"
-                       f"    return _kit_perturb(_kit_ref_{n}(*args, **kwargs))\n" for n in names)
+    wrappers = "".join(
+        f"\n_kit_ref_{n} = {n}\n\n\ndef {n}(*args, **kwargs):\n"
+        f"    return _kit_perturb(_kit_ref_{n}(*args, **kwargs))\n"
+        for n in names
+    )
     return reference.rstrip() + "\n" + PERTURB + wrappers
 
 
 def _names(source: str) -> tuple[set[str], set[str]] | None:
-    """(names a cell binds at top level, global names it reads in any scope), or None when it
-    does not parse as Python. A function's parameters and locals are not reads."""
-    code = "\n".join(ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!")))
+    """(names a cell binds at top level, global names it reads in any scope), or None
+    when it does not parse as Python. A function's parameters and locals are
+    not reads."""
+    code = "\n".join(
+        ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))
+    )
     try:
         top = symtable.symtable(code, "<cell>", "exec")
     except SyntaxError:
         return None
-    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    bound = {
+        s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()
+    }
     read, tables = set(), [top]
     while tables:
         table = tables.pop()
         tables += table.get_children()
-        read |= {s.get_name() for s in table.get_symbols() if s.is_referenced()
-                 and (table is top or s.is_global())}
+        read |= {
+            s.get_name()
+            for s in table.get_symbols()
+            if s.is_referenced() and (table is top or s.is_global())
+        }
     return bound, read
 
 
 def exercise_slice(nb) -> int:
-    """Keep, in place, only the code cells the graded cells need; return how many were dropped.
+    """Keep, in place, only the code cells the graded cells need; return how many
+    were dropped.
 
     The graded cells are the answer cells, the cell after each (its checks), otter's
-    ``grader.check`` cells and the install and grader cells at the top. Walking back from the
-    end, a cell stays if it binds a name a kept cell reads, and its own reads join the set
-    (over-approximated: order within a cell is ignored). A cell that does not parse stays.
-    Markdown and raw cells stay (they cost nothing to run)."""
+    ``grader.check`` cells and the install and grader cells at the top.
+    Walking back from the end, a cell stays if it binds a name a kept cell reads, and
+    its own reads join the set (over-approximated: order within a cell is ignored).
+    A cell that does not parse stays. Markdown and raw cells stay (they cost
+    nothing to run)."""
     code = [c for c in nb.cells if c.cell_type == "code"]
-    answer = [i for i, c in enumerate(code) if {"otter_answer_cell", "otter_assign_solution_cell"}
-              & set(c.metadata.get("tags", []))]
-    keep = {id(code[i]) for i in answer} | {id(code[i + 1]) for i in answer if i + 1 < len(code)}
-    keep |= {id(c) for c in code if "google.colab" in c.source or "otter.Notebook" in c.source
-             or "grader.check(" in c.source}
+    answer = [
+        i
+        for i, c in enumerate(code)
+        if {"otter_answer_cell", "otter_assign_solution_cell"}
+        & set(c.metadata.get("tags", []))
+    ]
+    keep = {id(code[i]) for i in answer} | {
+        id(code[i + 1]) for i in answer if i + 1 < len(code)
+    }
+    keep |= {
+        id(c)
+        for c in code
+        if "google.colab" in c.source
+        or "otter.Notebook" in c.source
+        or "grader.check(" in c.source
+    }
     needed: set[str] = set()
     for cell in reversed(code):
         names = _names(cell.source)
@@ -114,25 +142,34 @@ def grade(submission: Path, folder: Path):
     from otter.api import grade_submission
 
     # debug=True: a cell that raises fails the grading (otter otherwise ignores errors)
-    return grade_submission(str(submission), str(classroom.autograder_zip(folder)), quiet=True,
-                            debug=True)
+    return grade_submission(
+        str(submission), str(classroom.autograder_zip(folder)), quiet=True, debug=True
+    )
 
 
 def messages(result) -> str:
-    return "\n".join(getattr(tc, "message", "") or "" for r in result.results.values()
-                     for tc in getattr(r, "test_case_results", []))
+    return "\n".join(
+        getattr(tc, "message", "") or ""
+        for r in result.results.values()
+        for tc in getattr(r, "test_case_results", [])
+    )
 
 
 def outputs(nb) -> list[str]:
     texts = []
     for cell in nb.cells:
         for out in cell.get("outputs", []):
-            texts.append(out.get("text", "") or "".join(out.get("data", {}).get("text/plain", "")))
+            texts.append(
+                out.get("text", "")
+                or "".join(out.get("data", {}).get("text/plain", ""))
+            )
     return texts
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_assignment_grades_stubs_reference_and_wrong_answers(chapter, tmp_path, monkeypatch):
+def test_assignment_grades_stubs_reference_and_wrong_answers(
+    chapter, tmp_path, monkeypatch
+):
     monkeypatch.setenv("ICLR26_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("ICLR26_PROGRESS", "0")
     source = ROOT / "notebooks" / f"{chapter}.ipynb"
@@ -142,51 +179,80 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(chapter, tmp_path, 
     student = nbformat.read(student_path, as_version=4)
     exercises = classroom._exercises(nbformat.read(source, as_version=4), chapter)
     coding = {label: e for label, e in exercises.items() if e["code"]}
-    assert set(points) == set(coding), "every coding exercise is one autograded question"
+    assert set(points) == set(coding), (
+        "every coding exercise is one autograded question"
+    )
 
     # The student version hides every solution: no solution directive, and no line of a
-    # reference solution that the chapter does not also show outside its solutions (a line
-    # such as tau's formula may be shown in the chapter's own derivation).
+    # reference solution that the chapter does not also show outside its solutions (a
+    # line such as tau's formula may be shown in the chapter's own derivation).
     text = "\n".join(c.source for c in student.cells)
     assert "{solution}" not in text
     chapter_nb = nbformat.read(source, as_version=4)
-    shown = "\n".join(classroom.DIRECTIVE_RE.sub("", c.source) if c.cell_type == "markdown"
-                      else c.source for c in chapter_nb.cells
-                      if "exercise" not in c.metadata.get("tags", []))
+    shown = "\n".join(
+        classroom.DIRECTIVE_RE.sub("", c.source)
+        if c.cell_type == "markdown"
+        else c.source
+        for c in chapter_nb.cells
+        if "exercise" not in c.metadata.get("tags", [])
+    )
     for label, e in coding.items():
-        hidden = [ln for ln in e["code"].splitlines()
-                  if len(ln.strip()) > 12 and not ln.lstrip().startswith(("def ", "#", "return"))
-                  and ln not in shown]
+        hidden = [
+            ln
+            for ln in e["code"].splitlines()
+            if len(ln.strip()) > 12
+            and not ln.lstrip().startswith(("def ", "#", "return"))
+            and ln not in shown
+        ]
         leaked = [ln for ln in hidden if ln in text]
-        assert not leaked, f"{label}: reference solution lines in the student version: {leaked}"
+        assert not leaked, (
+            f"{label}: reference solution lines in the student version: {leaked}"
+        )
     assert text.count("raise NotImplementedError") >= len(coding)
 
-    # 1. As handed out: nothing crashes, the claims run to the end, every check is "not done yet".
+    # 1. As handed out: nothing crashes, the claims run to the end, every check is
+    #    "not done yet".
     stub = grade(student_path, folder)
     assert stub.total == 0 and stub.possible == sum(points.values())
     executed = outputs(stub.notebook)
-    n_checks = sum(len(classroom.split_stub(c.source)[1])
-                   for c in nbformat.read(source, as_version=4).cells
-                   if c.cell_type == "code" and "exercise" in c.metadata.get("tags", []))
+    n_checks = sum(
+        len(classroom.split_stub(c.source)[1])
+        for c in nbformat.read(source, as_version=4).cells
+        if c.cell_type == "code" and "exercise" in c.metadata.get("tags", [])
+    )
     assert sum("not done yet" in o for o in executed) >= n_checks
     # (otter appends its own grading cells after the chapter's last one)
-    last = [c for c in stub.notebook.cells if c.cell_type == "code" and "log.finish()" in c.source]
+    last = [
+        c
+        for c in stub.notebook.cells
+        if c.cell_type == "code" and "log.finish()" in c.source
+    ]
     assert last and last[-1].outputs, "the chapter ran to its last cell"
 
     # 2. The reference solutions (otter's autograder notebook), on the slice the answers
     # need: full points.
-    reference_nb = nbformat.read(folder / "autograder" / f"{chapter}.ipynb", as_version=4)
+    reference_nb = nbformat.read(
+        folder / "autograder" / f"{chapter}.ipynb", as_version=4
+    )
     exercise_slice(reference_nb)
     reference_path = tmp_path / "reference" / f"{chapter}.ipynb"
     reference_path.parent.mkdir()
     nbformat.write(reference_nb, reference_path)
     reference = grade(reference_path, folder)
-    assert reference.total == reference.possible == sum(points.values()), messages(reference)
+    assert reference.total == reference.possible == sum(points.values()), messages(
+        reference
+    )
 
-    # 3. A wrong answer that runs: the "runs" cases pass, the "correct" ones fail with a hint.
+    # 3. A wrong answer that runs: the "runs" cases pass, the "correct" ones fail
+    #    with a hint.
     wrong_nb = nbformat.read(student_path, as_version=4)
-    stubs = [c for c in wrong_nb.cells if c.cell_type == "code"
-             and "raise NotImplementedError" in c.source and "def " in c.source]
+    stubs = [
+        c
+        for c in wrong_nb.cells
+        if c.cell_type == "code"
+        and "raise NotImplementedError" in c.source
+        and "def " in c.source
+    ]
     assert len(stubs) == len(coding)
     for cell, e in zip(stubs, coding.values()):
         cell.source = wrong_cell(e["code"], stub_names(cell.source))
@@ -202,6 +268,14 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(chapter, tmp_path, 
     # The points, for a person to read (the closing note of a change quotes them).
     report = ROOT / "_build" / "classroom"
     report.mkdir(parents=True, exist_ok=True)
-    (report / f"{chapter}.json").write_text(json.dumps(
-        {"stub": stub.total, "reference": reference.total, "wrong": wrong.total,
-         "possible": stub.possible}) + "\n")
+    (report / f"{chapter}.json").write_text(
+        json.dumps(
+            {
+                "stub": stub.total,
+                "reference": reference.total,
+                "wrong": wrong.total,
+                "possible": stub.possible,
+            }
+        )
+        + "\n"
+    )

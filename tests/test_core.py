@@ -32,10 +32,16 @@ def test_seed_everything_seeds_all_three():
     g = seed_everything(7)
     b = (random.random(), np.random.rand(), torch.rand(1).item())
     assert a == b
-    assert torch.equal(torch.rand(3, generator=g), torch.rand(3, generator=torch.Generator().manual_seed(7)))
+    assert torch.equal(
+        torch.rand(3, generator=g),
+        torch.rand(3, generator=torch.Generator().manual_seed(7)),
+    )
 
 
-@pytest.mark.parametrize("bad,err", [(1.5, TypeError), (True, TypeError), (-1, ValueError), (2**32, ValueError)])
+@pytest.mark.parametrize(
+    "bad,err",
+    [(1.5, TypeError), (True, TypeError), (-1, ValueError), (2**32, ValueError)],
+)
 def test_seed_everything_rejects(bad, err):
     with pytest.raises(err):
         seed_everything(bad)

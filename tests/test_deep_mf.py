@@ -2,10 +2,26 @@ import pytest
 import torch
 from nbexercise import exercise_parts
 
-from iclr26.deep_mf import (block_diag_mask, check_effective_rank, check_factor_gradients, depth2_limit, diag_mask,
-                            effective_rank, end_to_end, factor_gradients, heldout_rmse, init_factors, masked_loss,
-                            min_norm_completion, plasticity_experiment, random_mask, rank_one_target, sign_align,
-                            singular_values, train_gd)
+from iclr26.deep_mf import (
+    block_diag_mask,
+    check_effective_rank,
+    check_factor_gradients,
+    depth2_limit,
+    diag_mask,
+    effective_rank,
+    end_to_end,
+    factor_gradients,
+    heldout_rmse,
+    init_factors,
+    masked_loss,
+    min_norm_completion,
+    plasticity_experiment,
+    random_mask,
+    rank_one_target,
+    sign_align,
+    singular_values,
+    train_gd,
+)
 
 
 def gen(seed=0):
@@ -14,7 +30,10 @@ def gen(seed=0):
 
 def test_effective_rank_extremes_and_batch():
     assert effective_rank(torch.eye(6, dtype=torch.float64)).item() == pytest.approx(6)
-    uv = torch.outer(torch.randn(5, generator=gen(), dtype=torch.float64), torch.randn(4, generator=gen(1), dtype=torch.float64))
+    uv = torch.outer(
+        torch.randn(5, generator=gen(), dtype=torch.float64),
+        torch.randn(4, generator=gen(1), dtype=torch.float64),
+    )
     assert effective_rank(uv).item() == pytest.approx(1, abs=1e-6)
     batch = torch.randn(3, 4, 4, generator=gen(), dtype=torch.float64)
     assert effective_rank(batch).shape == (3,)
@@ -41,9 +60,12 @@ def test_init_shapes_scale_and_errors():
     fs = init_factors(3, 5, 3, 1e-3, generator=gen())
     assert len(fs) == 3 and all(f.shape == (3, 5, 5) for f in fs)
     W = end_to_end(fs)
-    assert 1e-5 < W.norm(dim=(-2, -1)).median() < 1e-1  # end-to-end size ~ scale, whatever the depth
+    # end-to-end size ~ scale, whatever the depth
+    assert 1e-5 < W.norm(dim=(-2, -1)).median() < 1e-1
     d = init_factors(2, 4, 3, 0.1, init="diag", generator=gen())
-    assert all(torch.equal(f, torch.diag_embed(torch.diagonal(f, dim1=-2, dim2=-1))) for f in d)
+    assert all(
+        torch.equal(f, torch.diag_embed(torch.diagonal(f, dim1=-2, dim2=-1))) for f in d
+    )
     per_run = init_factors(2, 4, 2, torch.tensor([1e-2, 1e-4]), generator=gen())
     assert per_run[0][0].norm() > per_run[0][1].norm()
     with pytest.raises(ValueError, match="init"):
@@ -74,7 +96,9 @@ def test_gradcheck_masked_loss():
     M = torch.randn(4, 4, dtype=torch.float64)
     mask = random_mask(4, 0.5, generator=gen())
     fs = [f.requires_grad_() for f in init_factors(1, 4, 3, 0.5, generator=gen())]
-    assert torch.autograd.gradcheck(lambda *f: masked_loss(end_to_end(list(f)), M, mask), fs)
+    assert torch.autograd.gradcheck(
+        lambda *f: masked_loss(end_to_end(list(f)), M, mask), fs
+    )
 
 
 def test_depth2_pairs_are_decoupled_bitwise_and_depth3_is_not():
@@ -88,7 +112,8 @@ def test_depth2_pairs_are_decoupled_bitwise_and_depth3_is_not():
         a, _ = train_gd(fs, M, mask, lr=0.05, max_steps=200, tol=0.0)
         b, _ = train_gd(poked, M, mask, lr=0.05, max_steps=200, tol=0.0)
         others = [i for i in range(n) if i != 2]
-        diff = (a[0][0][:, others] - b[0][0][:, others]).abs().max().item()  # columns b_i, i ≠ 2
+        # columns b_i, i ≠ 2
+        diff = (a[0][0][:, others] - b[0][0][:, others]).abs().max().item()
         if decoupled:
             assert diff == 0.0
         else:
@@ -99,7 +124,8 @@ def test_depth2_conserved_quantity():
     n = 5
     fs = init_factors(1, n, 2, 0.3, generator=gen())
     M, mask = torch.ones(n, n, dtype=torch.float64), diag_mask(n)
-    conserved = lambda f: (f[1][0] ** 2).sum(1) - (f[0][0] ** 2).sum(0)  # |a_i|² − |b_i|²
+    # |a_i|² − |b_i|²
+    conserved = lambda f: (f[1][0] ** 2).sum(1) - (f[0][0] ** 2).sum(0)
     out, _ = train_gd(fs, M, mask, lr=1e-3, max_steps=3000, tol=0.0)
     assert (conserved(out) - conserved(fs)).abs().max() < 1e-3
 
@@ -118,10 +144,19 @@ def test_depth2_limit_matches_training():
 def test_diagonal_init_stays_diagonal():
     n = 5
     fs = init_factors(2, n, 3, 1e-2, init="diag", generator=gen())
-    out, _ = train_gd(fs, torch.ones(n, n, dtype=torch.float64), diag_mask(n), lr=0.05, max_steps=3000, tol=1e-12)
+    out, _ = train_gd(
+        fs,
+        torch.ones(n, n, dtype=torch.float64),
+        diag_mask(n),
+        lr=0.05,
+        max_steps=3000,
+        tol=1e-12,
+    )
     W = end_to_end(out)
     assert (W * (1 - torch.eye(n, dtype=torch.float64))).abs().max() == 0
-    assert torch.allclose(effective_rank(W), torch.full((2,), float(n), dtype=torch.float64), atol=1e-6)
+    assert torch.allclose(
+        effective_rank(W), torch.full((2,), float(n), dtype=torch.float64), atol=1e-6
+    )
 
 
 def test_sign_align_keeps_diagonal_loss_and_fixes_signs():
@@ -130,19 +165,30 @@ def test_sign_align_keeps_diagonal_loss_and_fixes_signs():
     fs = init_factors(2, n, 3, 1e-3, generator=gen())
     out, _ = train_gd(fs, M, diag_mask(n), lr=0.1, max_steps=5000, tol=1e-12)
     al = sign_align(out, M)
-    assert torch.allclose(masked_loss(end_to_end(al), M, diag_mask(n)), masked_loss(end_to_end(out), M, diag_mask(n)))
-    assert (end_to_end(al) > 0).float().mean() > (end_to_end(out) > 0).float().mean() - 1e-9
+    assert torch.allclose(
+        masked_loss(end_to_end(al), M, diag_mask(n)),
+        masked_loss(end_to_end(out), M, diag_mask(n)),
+    )
+    assert (end_to_end(al) > 0).float().mean() > (
+        end_to_end(out) > 0
+    ).float().mean() - 1e-9
 
 
 def test_train_gd_errors_and_helpers():
     fs = init_factors(1, 4, 2, 1e-2, generator=gen())
     with pytest.raises(ValueError, match="mask"):
-        train_gd(fs, torch.ones(4, 4, dtype=torch.float64), torch.ones(3, 3, dtype=torch.float64))
+        train_gd(
+            fs,
+            torch.ones(4, 4, dtype=torch.float64),
+            torch.ones(3, 3, dtype=torch.float64),
+        )
     with pytest.raises(ValueError, match="lr"):
         train_gd(fs, torch.ones(4, 4, dtype=torch.float64), diag_mask(4), lr=0)
     M = rank_one_target(4, generator=gen())
     assert M.max() == pytest.approx(1.0)
-    assert torch.equal(min_norm_completion(M, diag_mask(4)), torch.diag(torch.diagonal(M)))
+    assert torch.equal(
+        min_norm_completion(M, diag_mask(4)), torch.diag(torch.diagonal(M))
+    )
     assert heldout_rmse(M, M, diag_mask(4)).item() == 0.0
 
 
@@ -151,7 +197,13 @@ def test_plasticity_experiment_shapes():
     M = torch.stack([rank_one_target(5, g) for _ in range(2)])
     mask = torch.stack([random_mask(5, 0.3, g) for _ in range(2)])
     out = plasticity_experiment(2, M, mask, 1e-3, 0.1, 300, 300, generator=g)
-    assert {k for k in out if not k.startswith("loss_")} == {"pretrained", "scratch", "resumed", "resumed_signs", "resumed_oracle"}
+    assert {k for k in out if not k.startswith("loss_")} == {
+        "pretrained",
+        "scratch",
+        "resumed",
+        "resumed_signs",
+        "resumed_oracle",
+    }
     assert all(out[k].shape == (2, 5, 5) for k in ("pretrained", "scratch", "resumed"))
     assert out["loss_resumed"].shape == (2,)
     with pytest.raises(ValueError, match=r"\(R, n, n\)"):
@@ -180,10 +232,17 @@ def test_exercise_check_answers_not_done_wrong_and_correct():
 
     stub, reference, ns = exercise_parts("01-deep-mf", "my_factor_gradients")
     assert ns.dmf.check_factor_gradients(stub).status == "not done yet"
-    no_transpose = lambda fs, M, mask: [  # forgets to transpose the factors around G
-        (end_to_end(fs[k + 1:]) if k + 1 < len(fs) else torch.eye(M.shape[-1]).double())
-        @ (mask * (end_to_end(fs) - M))
-        @ (end_to_end(fs[:k]) if k > 0 else torch.eye(M.shape[-1]).double())
-        for k in range(len(fs))]
+    no_transpose = (
+        lambda fs, M, mask: [  # forgets to transpose the factors around G
+            (
+                end_to_end(fs[k + 1 :])
+                if k + 1 < len(fs)
+                else torch.eye(M.shape[-1]).double()
+            )
+            @ (mask * (end_to_end(fs) - M))
+            @ (end_to_end(fs[:k]) if k > 0 else torch.eye(M.shape[-1]).double())
+            for k in range(len(fs))
+        ]
+    )
     assert ns.dmf.check_factor_gradients(no_transpose).status == "wrong"
     assert ns.dmf.check_factor_gradients(reference).status == "correct"

@@ -1,10 +1,21 @@
-"""Bad inputs to deep_mf get clear errors (issue 14), and the sign alignment uses no oracle."""
+"""Bad inputs to deep_mf get clear errors (issue 14), and the sign alignment uses
+no oracle."""
+
 import pytest
 import torch
 
-from iclr26.deep_mf import (DivergenceError, diag_mask, end_to_end, init_factors, masked_loss,
-                            observed_signs, random_mask, rank_one_target, sign_align_observed,
-                            train_gd)
+from iclr26.deep_mf import (
+    DivergenceError,
+    diag_mask,
+    end_to_end,
+    init_factors,
+    masked_loss,
+    observed_signs,
+    random_mask,
+    rank_one_target,
+    sign_align_observed,
+    train_gd,
+)
 
 
 def gen(seed=0):
@@ -12,7 +23,11 @@ def gen(seed=0):
 
 
 def setup(R=2, n=4):
-    return init_factors(R, n, 2, 1e-2, generator=gen()), torch.ones(n, n, dtype=torch.float64), diag_mask(n)
+    return (
+        init_factors(R, n, 2, 1e-2, generator=gen()),
+        torch.ones(n, n, dtype=torch.float64),
+        diag_mask(n),
+    )
 
 
 def test_batch_mismatch_is_named():
@@ -34,7 +49,14 @@ def test_dtype_mismatch_is_named():
 def test_divergence_is_detected_before_the_svd():
     fs, M, mask = setup()
     with pytest.raises(DivergenceError, match="diverged.*lr=50"):
-        train_gd([10 * f for f in fs], 100 * M, mask, lr=50.0, max_steps=2000, record_every=10)
+        train_gd(
+            [10 * f for f in fs],
+            100 * M,
+            mask,
+            lr=50.0,
+            max_steps=2000,
+            record_every=10,
+        )
     assert issubclass(DivergenceError, ValueError)
 
 
@@ -62,6 +84,7 @@ def test_other_bad_inputs():
     with pytest.raises(ValueError, match="non-empty"):
         train_gd([], M, mask)
     import numpy as np
+
     out, hist = train_gd(fs, M, mask, lr=np.float64(0.05), max_steps=np.int64(10))
     assert hist.final_step == 10
 
@@ -73,15 +96,19 @@ def test_observed_signs_use_only_observed_entries_and_fix_rank_one_signs():
     mask = torch.stack([random_mask(n, 0.4, generator=g) for _ in range(R)])
     x = 0.5 + torch.rand(R, n, generator=g, dtype=torch.float64)
     d_true = torch.where(torch.rand(R, n, generator=g) < 0.5, -1.0, 1.0).double()
-    W = (d_true * x)[..., :, None] * (d_true * x)[..., None, :]  # a rank-one W with random signs
+    # a rank-one W with random signs
+    W = (d_true * x)[..., :, None] * (d_true * x)[..., None, :]
     d = observed_signs(W, M, mask)
-    assert torch.equal(d * d[..., :1], d_true * d_true[..., :1])  # right up to a global sign
+    # right up to a global sign
+    assert torch.equal(d * d[..., :1], d_true * d_true[..., :1])
     # changing unobserved entries of M changes nothing
     M2 = M + 7.0 * (1 - mask) * torch.randn(R, n, n, generator=g, dtype=torch.float64)
     assert torch.equal(observed_signs(W, M2 * mask, mask), d)
     fs = init_factors(R, n, 3, 1e-3, generator=g)
     al = sign_align_observed(fs, M, mask)
-    assert torch.allclose(masked_loss(end_to_end(al), M, diag_mask(n)),
-                          masked_loss(end_to_end(fs), M, diag_mask(n)))
+    assert torch.allclose(
+        masked_loss(end_to_end(al), M, diag_mask(n)),
+        masked_loss(end_to_end(fs), M, diag_mask(n)),
+    )
     with pytest.raises(ValueError, match=r"\(R, n, n\)"):
         observed_signs(W[0], M[0], mask[0])

@@ -1,10 +1,11 @@
-"""Unit tests of iclr26.dial: projection, SAE, attribution, candidates, metrics, exercise."""
+"""Unit tests of iclr26.dial: projection, SAE, attribution, candidates, metrics,
+exercise."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-
 from nbexercise import exercise_parts
 
 from iclr26 import dial as D
@@ -134,7 +135,9 @@ def test_candidates_recover_planted_outliers():
     T = torch.eye(4)[:2]  # classes along axes 0 and 1
     n = 200
     y = torch.arange(n) % 2
-    e = torch.nn.functional.one_hot(y, 4).float() + 0.05 * torch.randn(n, 4, generator=g)
+    e = torch.nn.functional.one_hot(y, 4).float() + 0.05 * torch.randn(
+        n, 4, generator=g
+    )
     planted = torch.zeros(n, dtype=torch.bool)
     planted[:10] = True  # pulled towards axis 2: far from their class centre
     e[planted, 2] += 1.2
@@ -196,8 +199,11 @@ def test_gaussian_group_accuracy_matches_simulation():
     w = torch.randn(d, generator=g, dtype=torch.float64)
     sign = torch.tensor([1.0, -1.0, 1.0, -1.0], dtype=torch.float64)
     pred = D.gaussian_group_accuracy(w, mu, cov, sign)
-    x = mu[:, None, :] + torch.randn(4, 40000, d, generator=g, dtype=torch.float64) @ \
-        torch.linalg.cholesky(cov).T
+    x = (
+        mu[:, None, :]
+        + torch.randn(4, 40000, d, generator=g, dtype=torch.float64)
+        @ torch.linalg.cholesky(cov).T
+    )
     sim = ((sign[:, None] * (x @ w)) > 0).double().mean(1)
     assert (pred - sim).abs().max() < 0.01
     with pytest.raises(ValueError, match="expected"):
@@ -210,7 +216,9 @@ def test_data_generator_shapes_groups_and_correlation():
     assert s["images"].shape == (400, 3, 18, 18) and s["images"].dtype == np.float32
     assert 0 <= s["images"].min() and s["images"].max() <= 1
     assert 0.85 < (s["y"] == s["b"]).mean() < 0.95
-    assert ((s["digit"] >= 5) == s["y"]).all() and (s["group"] == 2 * s["y"] + s["b"]).all()
+    assert ((s["digit"] >= 5) == s["y"]).all() and (
+        s["group"] == 2 * s["y"] + s["b"]
+    ).all()
     bal = D.make_spurious_digits(400, None, rng, size=18)
     assert np.bincount(bal["group"]).tolist() == [100] * 4
     with pytest.raises(ValueError, match="p_corr"):
@@ -223,8 +231,14 @@ def test_data_generator_shapes_groups_and_correlation():
 
 def test_captions_and_prompts():
     rng = np.random.default_rng(0)
-    tok = D.captions(np.array([0, 1]), np.array([1, 0]), np.array([3, 7]), rng, p_attr=1.0,
-                     p_name=1.0)
+    tok = D.captions(
+        np.array([0, 1]),
+        np.array([1, 0]),
+        np.array([3, 7]),
+        rng,
+        p_attr=1.0,
+        p_name=1.0,
+    )
     words = [[D.VOCAB[t] for t in row if t] for row in tok]
     assert words[0] == "a photo of a low digit three on water".split()
     assert words[1] == "a photo of a high digit seven on land".split()
@@ -236,15 +250,23 @@ def test_captions_and_prompts():
 def test_clip_model_shapes_and_loss():
     model = D.ToyCLIP(d=8, width=4, size=18)
     x = torch.rand(6, 3, 18, 18)
-    t = torch.from_numpy(D.captions(np.array([0, 1, 0, 1, 0, 1]), np.zeros(6, int),
-                                    np.arange(6), np.random.default_rng(0)))
+    t = torch.from_numpy(
+        D.captions(
+            np.array([0, 1, 0, 1, 0, 1]),
+            np.zeros(6, int),
+            np.arange(6),
+            np.random.default_rng(0),
+        )
+    )
     ei, et = model.encode_image(x), model.encode_text(t)
     assert ei.shape == et.shape == (6, 8)
     assert torch.allclose(ei.norm(dim=1), torch.ones(6), atol=1e-5)
     same = (t[:, None] == t[None]).all(-1)
     loss = D.clip_loss(ei, et, torch.tensor(10.0), same)
     assert loss.ndim == 0 and torch.isfinite(loss)
-    losses = D.train_clip(model, x, t, 30, batch=6, generator=torch.Generator().manual_seed(0))
+    losses = D.train_clip(
+        model, x, t, 30, batch=6, generator=torch.Generator().manual_seed(0)
+    )
     assert losses[-1] < losses[0]
 
 
@@ -260,7 +282,7 @@ def test_exercise_checker():
     assert wrong.status == "wrong"
 
     def squared_lam(e, Q, lam):  # shrinks by (1 - lam)^2
-        return e - (2 * lam - lam ** 2) * (e @ Q) @ Q.T
+        return e - (2 * lam - lam**2) * (e @ Q) @ Q.T
 
     wrong = ns.D.check_project_out(squared_lam)
     assert wrong.status == "wrong" and "lam" in wrong

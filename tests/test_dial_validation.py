@@ -1,4 +1,6 @@
-"""Review fixes in iclr26.dial: input validation, the in-place-safe checker, recon removal."""
+"""Review fixes in iclr26.dial: input validation, the in-place-safe checker,
+recon removal."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,47 +1,64 @@
-"""Unit tests for iclr26.fsnn: the fractional LIF neuron, its weights, Mittag-Leffler, data."""
+"""Unit tests for iclr26.fsnn: the fractional LIF neuron, its weights,
+Mittag-Leffler, data."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26 import fsnn
-from nbexercise import exercise_parts
 
 F64 = torch.float64
 
 
 def assert_close(got, want, rtol=1e-6, atol=1e-7):
-    """torch.allclose with a readable message (torch.testing.assert_close is slow to import)."""
-    got, want = torch.as_tensor(got), torch.as_tensor(want).to(torch.as_tensor(got).dtype)
+    """torch.allclose with a readable message (torch.testing.assert_close is slow
+    to import)."""
+    got, want = (
+        torch.as_tensor(got),
+        torch.as_tensor(want).to(torch.as_tensor(got).dtype),
+    )
     assert got.shape == want.shape, f"shape {tuple(got.shape)} != {tuple(want.shape)}"
-    assert torch.allclose(got, want, rtol=rtol, atol=atol), f"max |Δ| = {(got - want).abs().max().item():.3e}"
+    assert torch.allclose(got, want, rtol=rtol, atol=atol), (
+        f"max |Δ| = {(got - want).abs().max().item():.3e}"
+    )
 
 
 # ---------------------------------------------------------------- weights
 
+
 def test_gl_weights_are_signed_binomials():
     alpha = 0.37
     c = fsnn.gl_weights(alpha, 10, dtype=F64)
-    binom = [math.gamma(alpha + 1) / (math.gamma(j + 1) * math.gamma(alpha - j + 1)) for j in range(10)]
+    binom = [
+        math.gamma(alpha + 1) / (math.gamma(j + 1) * math.gamma(alpha - j + 1))
+        for j in range(10)
+    ]
     want = torch.tensor([(-1) ** j * b for j, b in enumerate(binom)], dtype=F64)
     assert c.shape == (10,)
     assert_close(c, want, rtol=1e-12, atol=1e-14)
 
 
 def test_gl_weights_alpha_one_is_euler_and_tail_is_power_law():
-    assert_close(fsnn.gl_weights(1.0, 6, dtype=F64), torch.tensor([1.0, -1, 0, 0, 0, 0], dtype=F64))
+    assert_close(
+        fsnn.gl_weights(1.0, 6, dtype=F64),
+        torch.tensor([1.0, -1, 0, 0, 0, 0], dtype=F64),
+    )
     alpha, j = 0.6, 4000
     c = fsnn.gl_weights(alpha, j + 1, dtype=F64)
-    assert c[1:].lt(0).all() and abs(float(c.sum())) < 0.01        # sum_j c_j -> 0
+    assert c[1:].lt(0).all() and abs(float(c.sum())) < 0.01  # sum_j c_j -> 0
     limit = -alpha / math.gamma(1 - alpha)
     assert float(c[j]) * j ** (1 + alpha) == pytest.approx(limit, rel=2e-3)
 
 
 def test_abm_weights():
     a = fsnn.abm_weights(0.5, 5, dtype=F64)
-    want = torch.tensor([1.0] + [math.sqrt(m + 1) - math.sqrt(m) for m in range(1, 5)], dtype=F64)
+    want = torch.tensor(
+        [1.0] + [math.sqrt(m + 1) - math.sqrt(m) for m in range(1, 5)], dtype=F64
+    )
     assert_close(a, want)
     assert_close(fsnn.abm_weights(1.0, 7, dtype=F64), torch.ones(7, dtype=F64))
 
@@ -68,27 +85,34 @@ def test_weights_reject_bad_types():
 
 
 def test_gl_derivative_of_power_function():
-    # D^alpha t^k = Gamma(k+1)/Gamma(k+1-alpha) t^(k-alpha)  (Caputo = RL since t^k vanishes at 0)
+    # D^alpha t^k = Gamma(k+1)/Gamma(k+1-alpha) t^(k-alpha) (Caputo = RL since t^k
+    # vanishes at 0)
     alpha, k, h = 0.5, 2.0, 1e-3
     t = torch.arange(0, 2001, dtype=F64) * h
-    d = fsnn.gl_derivative(t ** k, alpha, h)
+    d = fsnn.gl_derivative(t**k, alpha, h)
     exact = math.gamma(k + 1) / math.gamma(k + 1 - alpha) * t ** (k - alpha)
     assert abs(float(d[-1] - exact[-1])) / float(exact[-1]) < 2e-3
 
 
 # ---------------------------------------------------------------- Mittag-Leffler
 
+
 @pytest.mark.parametrize("alpha", [0.5, 0.7, 0.9])
 def test_mittag_leffler_matches_series_for_small_argument(alpha):
     z = -torch.linspace(0, 2.0, 21, dtype=F64)
-    assert_close(fsnn.mittag_leffler(alpha, z), fsnn.mittag_leffler_series(alpha, z), rtol=1e-9, atol=1e-10)
+    assert_close(
+        fsnn.mittag_leffler(alpha, z),
+        fsnn.mittag_leffler_series(alpha, z),
+        rtol=1e-9,
+        atol=1e-10,
+    )
 
 
 def test_mittag_leffler_half_is_erfcx_and_one_is_exp():
     from scipy.special import erfcx
 
     x = torch.linspace(0, 30, 61, dtype=F64)
-    want = torch.from_numpy(erfcx(x.numpy()))                      # E_{1/2}(-x) = exp(x^2) erfc(x)
+    want = torch.from_numpy(erfcx(x.numpy()))  # E_{1/2}(-x) = exp(x^2) erfc(x)
     assert_close(fsnn.mittag_leffler(0.5, -x), want, rtol=1e-10, atol=1e-12)
     assert_close(fsnn.mittag_leffler(1.0, -x), torch.exp(-x))
 
@@ -102,9 +126,11 @@ def test_mittag_leffler_rejects_positive_argument():
 
 # ---------------------------------------------------------------- the neuron
 
+
 def _inputs(seed=0, T=120, shape=(3, 5)):
     g = torch.Generator().manual_seed(seed)
-    return 2.4 * torch.rand((T,) + shape, generator=g, dtype=F64)    # supra-threshold: many spikes
+    # supra-threshold: many spikes
+    return 2.4 * torch.rand((T,) + shape, generator=g, dtype=F64)
 
 
 @pytest.mark.parametrize("method", ["gl", "abm"])
@@ -113,7 +139,7 @@ def test_shapes_and_binary_spikes(method):
     s, v = fsnn.fractional_lif(x, 0.7, method=method)
     assert s.shape == v.shape == x.shape and s.dtype == x.dtype
     assert set(s.unique().tolist()) <= {0.0, 1.0} and s.sum() > 0
-    assert (v < 1.0).all()                                         # after reset, below threshold
+    assert (v < 1.0).all()  # after reset, below threshold
 
 
 @pytest.mark.parametrize("method", ["gl", "abm"])
@@ -124,19 +150,24 @@ def test_alpha_one_is_lif(method):
     assert torch.equal(s, s_ref) and s.sum() > 50
     assert (v - v_ref).abs().max() < 1e-12
     if method == "gl":
-        assert torch.equal(v, v_ref)                               # bit for bit
+        assert torch.equal(v, v_ref)  # bit for bit
 
 
 @pytest.mark.parametrize("method", ["gl", "abm"])
 def test_alpha_one_matches_snntorch_leaky(method):
     snn = pytest.importorskip("snntorch")
     tau, h = 2.0, 1.0
-    x = _inputs(seed=5, shape=(4, 6)) / 2                           # inputs <= 1.2: a reset never leaves v above θ
-    lif = snn.Leaky(beta=torch.tensor(1 - h / tau, dtype=F64), threshold=1.0, reset_mechanism="subtract",
-                    reset_delay=False)
+    # inputs <= 1.2: a reset never leaves v above θ
+    x = _inputs(seed=5, shape=(4, 6)) / 2
+    lif = snn.Leaky(
+        beta=torch.tensor(1 - h / tau, dtype=F64),
+        threshold=1.0,
+        reset_mechanism="subtract",
+        reset_delay=False,
+    )
     mem, spk_snn, mem_snn = torch.zeros_like(x[0]), [], []
     for t in range(x.shape[0]):
-        spk, mem = lif((h / tau) * x[t], mem)                      # snntorch: mem = β mem + input
+        spk, mem = lif((h / tau) * x[t], mem)  # snntorch: mem = β mem + input
         spk_snn.append(spk)
         mem_snn.append(mem)
     s, v = fsnn.fractional_lif(x, 1.0, tau=tau, h=h, method=method)
@@ -149,10 +180,12 @@ def test_history_sum_matches_naive_loop():
     x = _inputs(seed=1, T=40, shape=(2,))
     s, v = fsnn.fractional_lif(x, alpha, tau=tau, h=h, method="gl")
     c = fsnn.gl_weights(alpha, 41, dtype=F64)
-    for b in range(2):                                             # naive scalar GL, one neuron at a time
+    for b in range(2):  # naive scalar GL, one neuron at a time
         vs = [0.0]
         for n in range(40):
-            val = h ** alpha / tau * (-vs[-1] + float(x[n, b])) - sum(float(c[j]) * vs[n + 1 - j] for j in range(1, n + 1))
+            val = h**alpha / tau * (-vs[-1] + float(x[n, b])) - sum(
+                float(c[j]) * vs[n + 1 - j] for j in range(1, n + 1)
+            )
             val -= 1.0 * (val >= 1.0)
             vs.append(val)
         assert_close(v[:, b], torch.tensor(vs[1:], dtype=F64), rtol=1e-10, atol=1e-12)
@@ -173,25 +206,35 @@ def test_subthreshold_relaxation_is_mittag_leffler(method):
     alpha, tau, h = 0.7, 2.0, 0.02
     T = 500
     t = torch.arange(1, T + 1, dtype=F64) * h
-    _, v = fsnn.fractional_lif(torch.ones(T, 1, dtype=F64), alpha, tau=tau, h=h, method=method, spiking=False)
-    exact = 1 - fsnn.mittag_leffler(alpha, -(t ** alpha) / tau)    # step response 1 - E_α(-t^α/τ)
+    _, v = fsnn.fractional_lif(
+        torch.ones(T, 1, dtype=F64), alpha, tau=tau, h=h, method=method, spiking=False
+    )
+    # step response 1 - E_α(-t^α/τ)
+    exact = 1 - fsnn.mittag_leffler(alpha, -(t**alpha) / tau)
     assert (v[:, 0] - exact).abs().max() < 0.01
 
 
 def test_truncation_error_decreases_with_memory():
     x = torch.ones(400, 1, dtype=F64)
     _, full = fsnn.fractional_lif(x, 0.6, spiking=False)
-    errors = [float((fsnn.fractional_lif(x, 0.6, memory=m, spiking=False)[1] - full).abs().max()) for m in (4, 16, 64, 256)]
+    errors = [
+        float(
+            (fsnn.fractional_lif(x, 0.6, memory=m, spiking=False)[1] - full).abs().max()
+        )
+        for m in (4, 16, 64, 256)
+    ]
     assert all(e1 > e2 for e1, e2 in zip(errors, errors[1:])), errors
     _, lif_full = fsnn.fractional_lif(x, 1.0, spiking=False)
-    assert torch.equal(fsnn.fractional_lif(x, 1.0, memory=1, spiking=False)[1], lif_full)
+    assert torch.equal(
+        fsnn.fractional_lif(x, 1.0, memory=1, spiking=False)[1], lif_full
+    )
 
 
 def test_gradcheck_membrane_in_input_and_alpha():
     x = (0.3 * torch.rand(6, 2, dtype=F64)).requires_grad_()
     alpha = torch.tensor(0.7, dtype=F64, requires_grad=True)
     for method in ("gl", "abm"):
-        fn = lambda inp, a: fsnn.fractional_lif(inp, a, method=method, spiking=False)[1]
+        fn = lambda inp, a: fsnn.fractional_lif(inp, a, method=method, spiking=False)[1]  # noqa: B023 called this iteration
         assert torch.autograd.gradcheck(fn, (x, alpha))
 
 
@@ -200,7 +243,11 @@ def test_learnable_alpha_gets_gradient_and_surrogate_flows():
     x = (2.0 * torch.rand(20, 4, 3)).requires_grad_()
     s, v = layer(x)
     (s.sum() + v.sum()).backward()
-    assert layer.alpha.grad is not None and torch.isfinite(layer.alpha.grad) and layer.alpha.grad != 0
+    assert (
+        layer.alpha.grad is not None
+        and torch.isfinite(layer.alpha.grad)
+        and layer.alpha.grad != 0
+    )
     assert x.grad is not None and x.grad.abs().sum() > 0
 
 
@@ -232,13 +279,14 @@ def test_bad_neuron_inputs():
 
 # ---------------------------------------------------------------- data, model, exercise
 
+
 def test_moving_bar_events():
     x, y = fsnn.make_moving_bar_events(64, size=10, steps=12, seed=0)
     x2, y2 = fsnn.make_moving_bar_events(64, size=10, steps=12, seed=0)
     assert x.shape == (12, 64, 100) and y.shape == (64,)
-    assert torch.equal(x, x2) and torch.equal(y, y2)               # seeded
+    assert torch.equal(x, x2) and torch.equal(y, y2)  # seeded
     assert set(x.unique().tolist()) <= {0.0, 1.0} and set(y.tolist()) <= {0, 1, 2, 3}
-    assert x.sum() > 64 * 12                                        # the bar makes events
+    assert x.sum() > 64 * 12  # the bar makes events
     noisy = fsnn.corrupt_events(x, 0.1, seed=1)
     assert noisy.shape == x.shape and 0.05 < (noisy != x).float().mean() < 0.15
     with pytest.raises(ValueError):
@@ -277,6 +325,6 @@ def test_exercise_check_answers_not_done_wrong_and_correct():
 
 def test_loglog_slope():
     t = torch.arange(1.0, 100.0)
-    assert fsnn.loglog_slope(t, 3 * t ** -1.6) == pytest.approx(-1.6)
+    assert fsnn.loglog_slope(t, 3 * t**-1.6) == pytest.approx(-1.6)
     with pytest.raises(ValueError):
         fsnn.loglog_slope(t, t[:-1])

@@ -1,4 +1,6 @@
-"""Unit tests for the f-SNN chapter's data, corruptions, classifier and training helpers."""
+"""Unit tests for the f-SNN chapter's data, corruptions, classifier and
+training helpers."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,7 +13,9 @@ def _events(seed=0):
     return fsnn.make_moving_bar_events(16, size=8, steps=10, seed=seed)[0]
 
 
-@pytest.mark.parametrize("kind,level", [("flip", 0.0), ("drop", 0.0), ("jitter", 0), ("shift", 0)])
+@pytest.mark.parametrize(
+    "kind,level", [("flip", 0.0), ("drop", 0.0), ("jitter", 0), ("shift", 0)]
+)
 def test_zero_level_is_identity(kind, level):
     x = _events()
     assert torch.equal(fsnn.corrupt_events(x, level, kind=kind), x)
@@ -20,7 +24,7 @@ def test_zero_level_is_identity(kind, level):
 def test_drop_only_removes_and_flip_changes_the_expected_fraction():
     x = _events()
     dropped = fsnn.corrupt_events(x, 0.5, seed=1, kind="drop")
-    assert (dropped <= x).all()                                     # never adds an event
+    assert (dropped <= x).all()  # never adds an event
     kept = float(dropped.sum() / x.sum())
     assert 0.4 < kept < 0.6
     flipped = fsnn.corrupt_events(x, 0.1, seed=1, kind="flip")
@@ -32,23 +36,32 @@ def test_shift_is_a_delay_and_jitter_keeps_pixels():
     s = fsnn.corrupt_events(x, 3, kind="shift")
     assert torch.equal(s[3:], x[:-3]) and not s[:3].any()
     assert torch.equal(fsnn.corrupt_events(x, -2, kind="shift")[:-2], x[2:])
-    assert not fsnn.corrupt_events(x, 10, kind="shift").any()      # shifted out of the window
+    assert not fsnn.corrupt_events(
+        x, 10, kind="shift"
+    ).any()  # shifted out of the window
     j = fsnn.corrupt_events(x, 2, seed=4, kind="jitter")
     assert j.shape == x.shape and set(j.unique().tolist()) <= {0.0, 1.0}
     assert torch.equal(j.amax(0) <= x.amax(0), torch.ones_like(j[0], dtype=torch.bool))
     assert j.sum() <= x.sum() and not torch.equal(j, x)
 
 
-@pytest.mark.parametrize("bad,kw,err", [
-    (torch.full((4, 2, 3), 0.5), dict(level=0.1), ValueError),         # not binary
-    (torch.ones(4, 2, 3, dtype=torch.int64), dict(level=0.1), TypeError),
-    (torch.ones(4, 6), dict(level=0.1), ValueError),                   # not (T, n, d)
-    (torch.ones(4, 2, 3), dict(level=1.5), ValueError),
-    (torch.ones(4, 2, 3), dict(level=0.1, kind="blur"), ValueError),
-    (torch.ones(4, 2, 3), dict(level=1.5, kind="jitter"), ValueError),  # steps must be whole
-    (torch.ones(4, 2, 3), dict(level=-1, kind="jitter"), ValueError),
-    ([[0.0]], dict(level=0.1), TypeError),
-])
+@pytest.mark.parametrize(
+    "bad,kw,err",
+    [
+        (torch.full((4, 2, 3), 0.5), dict(level=0.1), ValueError),  # not binary
+        (torch.ones(4, 2, 3, dtype=torch.int64), dict(level=0.1), TypeError),
+        (torch.ones(4, 6), dict(level=0.1), ValueError),  # not (T, n, d)
+        (torch.ones(4, 2, 3), dict(level=1.5), ValueError),
+        (torch.ones(4, 2, 3), dict(level=0.1, kind="blur"), ValueError),
+        (
+            torch.ones(4, 2, 3),
+            dict(level=1.5, kind="jitter"),
+            ValueError,
+        ),  # steps must be whole
+        (torch.ones(4, 2, 3), dict(level=-1, kind="jitter"), ValueError),
+        ([[0.0]], dict(level=0.1), TypeError),
+    ],
+)
 def test_corrupt_events_rejects_bad_input(bad, kw, err):
     with pytest.raises(err):
         fsnn.corrupt_events(bad, **kw)
@@ -57,16 +70,19 @@ def test_corrupt_events_rejects_bad_input(bad, kw, err):
 def test_delayed_cue_task():
     x, y = fsnn.make_delayed_cue_events(32, d=20, steps=10, seed=0, background=0.0)
     assert x.shape == (10, 32, 20) and y.shape == (32,)
-    assert not x[2:-2].any()                                       # silent between cue and go
-    assert torch.equal(x[-1, 0], x[-1, 1])                          # the same go for every class
+    assert not x[2:-2].any()  # silent between cue and go
+    assert torch.equal(x[-1, 0], x[-1, 1])  # the same go for every class
     same = y == y[0]
-    assert torch.equal(x[0, same], x[0, 0].expand(int(same.sum()), -1))   # cue = f(class)
+    # cue = f(class)
+    assert torch.equal(x[0, same], x[0, 0].expand(int(same.sum()), -1))
     with pytest.raises(ValueError):
         fsnn.make_delayed_cue_events(8, steps=4, cue_steps=2, go_steps=2)
 
 
 def test_spiking_mlp_refuses_batch_first_and_wrong_width():
-    model = fsnn.SpikingMLP(64, 8, 4, fsnn.FractionalLIF(0.8), steps=10, readout_steps=2)
+    model = fsnn.SpikingMLP(
+        64, 8, 4, fsnn.FractionalLIF(0.8), steps=10, readout_steps=2
+    )
     x, _ = fsnn.make_moving_bar_events(6, size=8, steps=10)
     assert model(x).shape == (6, 4) and 0 <= model.last_spike_rate <= 1
     with pytest.raises(ValueError, match="batch-first"):
@@ -90,7 +106,7 @@ def test_training_reduces_loss_and_accuracy_is_a_percentage():
 
 def test_loglog_slope_refuses_zeros_and_bad_t():
     t = torch.arange(1.0, 10.0)
-    y = t ** -1.5
+    y = t**-1.5
     with pytest.raises(ValueError, match="zero"):
         fsnn.loglog_slope(t, torch.cat([y[:-1], torch.zeros(1)]))
     with pytest.raises(ValueError):

@@ -1,4 +1,5 @@
 """Unit tests for iclr26.fzoo (FZOO and MeZO zeroth-order optimisers)."""
+
 from __future__ import annotations
 
 import copy
@@ -6,13 +7,30 @@ import math
 
 import pytest
 import torch
+from nbexercise import exercise_parts
 from torch import nn
 
-from iclr26.fzoo import (FZOO, FlatMLP, MeZO, batched_fzoo_step, check_fzoo_update, draw_seeds, flat_mlp_loss,
-                         fzoo_deltas, fzoo_multi_step, fzoo_update_from_losses, mezo_deltas, mezo_multi_step,
-                         passes_to_reach, perturb_, perturbations, rademacher, train_counted, train_many)
+from iclr26.fzoo import (
+    FZOO,
+    FlatMLP,
+    MeZO,
+    batched_fzoo_step,
+    check_fzoo_update,
+    draw_seeds,
+    flat_mlp_loss,
+    fzoo_deltas,
+    fzoo_multi_step,
+    fzoo_update_from_losses,
+    mezo_deltas,
+    mezo_multi_step,
+    passes_to_reach,
+    perturb_,
+    perturbations,
+    rademacher,
+    train_counted,
+    train_many,
+)
 from iclr26.harness import mlp
-from nbexercise import exercise_parts
 
 
 def tiny_problem(dtype=torch.float64, seed=0):
@@ -28,6 +46,7 @@ def closure_for(model, x, y, counter=None, a=1.0, b=0.0):
         if counter is not None:
             counter[0] += 1
         return a * nn.functional.cross_entropy(model(x), y) + b
+
     return closure
 
 
@@ -60,7 +79,8 @@ def test_perturb_and_restore_is_exact_up_to_rounding():
     perturb_(ps, 3, 1e-3)
     assert not torch.equal(flat(model), before)
     perturb_(ps, 3, -1e-3)
-    assert torch.allclose(flat(model), before, rtol=0, atol=1e-7)  # one float32 rounding per entry
+    # one float32 rounding per entry
+    assert torch.allclose(flat(model), before, rtol=0, atol=1e-7)
 
 
 @pytest.mark.parametrize("n", [2, 5, 8])
@@ -84,8 +104,12 @@ def test_fzoo_step_matches_the_update_rule():
     opt.step(closure_for(model, x, y))
     seeds, last = opt.last["seeds"], opt.last
     ps = list(model.parameters())
-    u = torch.stack([torch.cat([z.reshape(-1) for z in perturbations(ps, s)]) for s in seeds])  # (N, d)
-    want = fzoo_update_from_losses(torch.tensor(last["l0"], dtype=torch.float64), last["losses"], u, 0.05)
+    u = torch.stack(
+        [torch.cat([z.reshape(-1) for z in perturbations(ps, s)]) for s in seeds]
+    )  # (N, d)
+    want = fzoo_update_from_losses(
+        torch.tensor(last["l0"], dtype=torch.float64), last["losses"], u, 0.05
+    )
     assert torch.allclose(flat(model) - theta, want, atol=1e-12)
     sigma = last["losses"].std(correction=0)
     assert math.isclose(last["sigma"], sigma.item())
@@ -96,10 +120,14 @@ def test_fzoo_is_invariant_to_scale_and_shift_mezo_is_not():
     for a, b in [(1.0, 0.0), (7.0, 0.0), (0.3, 2.0), (50.0, -3.0)]:
         model, x, y = tiny_problem()
         theta = flat(model).clone()
-        FZOO(model.parameters(), lr=0.02, n_perturb=8, seed=5).step(closure_for(model, x, y, a=a, b=b))
+        FZOO(model.parameters(), lr=0.02, n_perturb=8, seed=5).step(
+            closure_for(model, x, y, a=a, b=b)
+        )
         deltas.append(flat(model) - theta)
         model, x, y = tiny_problem()
-        MeZO(model.parameters(), lr=0.02, seed=5).step(closure_for(model, x, y, a=a, b=b))
+        MeZO(model.parameters(), lr=0.02, seed=5).step(
+            closure_for(model, x, y, a=a, b=b)
+        )
         mezo_norms.append((flat(model) - theta).norm().item())
     for d in deltas[1:]:
         assert torch.allclose(d, deltas[0], rtol=1e-7, atol=1e-12)
@@ -130,8 +158,15 @@ def test_expected_step_on_linear_loss_is_normalised_gradient():
     d = 50
     c = torch.randn(d, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     f = lambda th: th @ c  # (..., d) → (...)
-    deltas = fzoo_deltas(f, torch.zeros(d, dtype=torch.float64), n_perturb=16, eps=1e-3, lr=0.1, draws=4000,
-                         generator=torch.Generator().manual_seed(1))
+    deltas = fzoo_deltas(
+        f,
+        torch.zeros(d, dtype=torch.float64),
+        n_perturb=16,
+        eps=1e-3,
+        lr=0.1,
+        draws=4000,
+        generator=torch.Generator().manual_seed(1),
+    )
     mean = deltas.mean(0)
     cos = torch.dot(mean, -c) / (mean.norm() * c.norm())
     assert cos > 0.99
@@ -146,7 +181,8 @@ def test_fzoo_deltas_agrees_with_the_class():
     p = nn.Parameter(theta0.clone())
     opt = FZOO([p], lr=0.1, eps=1e-2, n_perturb=4, seed=2)
     opt.step(lambda: f(p))
-    u = torch.stack([next(iter(perturbations([p], s))) for s in opt.last["seeds"]])  # (N, d)
+    # (N, d)
+    u = torch.stack([next(iter(perturbations([p], s))) for s in opt.last["seeds"]])
     want = fzoo_update_from_losses(f(theta0), f(theta0 + 1e-2 * u), u, 0.1)
     assert torch.allclose(p.detach() - theta0, want, atol=1e-12)
 
@@ -154,8 +190,14 @@ def test_fzoo_deltas_agrees_with_the_class():
 def test_mezo_deltas_expectation_is_the_gradient():
     d = 10
     c = torch.arange(1.0, d + 1, dtype=torch.float64)
-    deltas = mezo_deltas(lambda th: th @ c, torch.zeros(d, dtype=torch.float64), eps=1e-3, lr=1.0, draws=20_000,
-                         generator=torch.Generator().manual_seed(0))
+    deltas = mezo_deltas(
+        lambda th: th @ c,
+        torch.zeros(d, dtype=torch.float64),
+        eps=1e-3,
+        lr=1.0,
+        draws=20_000,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert torch.allclose(deltas.mean(0), -c, rtol=0.1, atol=0.3)
 
 
@@ -165,7 +207,9 @@ def test_batched_step_matches_sequential_fzoo():
     opt = FZOO(model_a.parameters(), lr=0.05, eps=1e-3, n_perturb=5, seed=21)
     opt.step(closure_for(model_a, x, y))
     seeds = draw_seeds(torch.Generator().manual_seed(21), 5)
-    out = batched_fzoo_step(model_b, nn.functional.cross_entropy, x, y, seeds, lr=0.05, eps=1e-3)
+    out = batched_fzoo_step(
+        model_b, nn.functional.cross_entropy, x, y, seeds, lr=0.05, eps=1e-3
+    )
     assert out["losses"].shape == (5,)
     assert torch.allclose(flat(model_a), flat(model_b), atol=1e-12)
     assert math.isclose(out["sigma"], opt.last["sigma"], rel_tol=1e-9)
@@ -178,9 +222,12 @@ def test_flat_mlp_matches_sequential_and_batched_loss():
     y = torch.randint(0, 3, (9,))
     assert torch.allclose(fm(x), seq(x), atol=1e-6)
     thetas = torch.stack([fm.theta.detach(), fm.theta.detach() * 0.5])  # (K=2, d)
-    losses = flat_mlp_loss(fm, thetas.unsqueeze(0), x.unsqueeze(0), y.unsqueeze(0))  # (1, 2)
+    # (1, 2)
+    losses = flat_mlp_loss(fm, thetas.unsqueeze(0), x.unsqueeze(0), y.unsqueeze(0))
     assert losses.shape == (1, 2)
-    assert torch.allclose(losses[0, 0], nn.functional.cross_entropy(seq(x), y), atol=1e-6)
+    assert torch.allclose(
+        losses[0, 0], nn.functional.cross_entropy(seq(x), y), atol=1e-6
+    )
     with pytest.raises(ValueError):
         flat_mlp_loss(fm, thetas, x, y)
 
@@ -200,13 +247,27 @@ def test_multi_step_replays_the_class():
     theta0 = fm.theta.detach().clone()
     opt = FZOO([fm.theta], lr=0.03, eps=1e-3, n_perturb=4, seed=3)
     opt.step(lambda: nn.functional.cross_entropy(fm(x), y))
-    u = torch.stack([next(iter(perturbations([fm.theta], s))) for s in opt.last["seeds"]]).unsqueeze(0)
+    u = torch.stack(
+        [next(iter(perturbations([fm.theta], s))) for s in opt.last["seeds"]]
+    ).unsqueeze(0)
     loss_fn = lambda th: flat_mlp_loss(fm, th, x.unsqueeze(0), y.unsqueeze(0))
-    new, l0 = fzoo_multi_step(loss_fn, theta0.unsqueeze(0), torch.tensor([0.03], dtype=torch.float64), 1e-3, 4, u=u)
+    new, l0 = fzoo_multi_step(
+        loss_fn,
+        theta0.unsqueeze(0),
+        torch.tensor([0.03], dtype=torch.float64),
+        1e-3,
+        4,
+        u=u,
+    )
     assert torch.allclose(new[0], fm.theta.detach(), atol=1e-12)
     assert math.isclose(l0.item(), opt.last["l0"], rel_tol=1e-12)
-    new_m, _ = mezo_multi_step(loss_fn, theta0.repeat(3, 1), torch.full((3,), 0.01, dtype=torch.float64), 1e-3,
-                               torch.Generator().manual_seed(0))
+    new_m, _ = mezo_multi_step(
+        loss_fn,
+        theta0.repeat(3, 1),
+        torch.full((3,), 0.01, dtype=torch.float64),
+        1e-3,
+        torch.Generator().manual_seed(0),
+    )
     assert new_m.shape == (3, theta0.numel())
 
 
@@ -216,16 +277,41 @@ def test_train_many_and_train_counted_count_passes():
     y = torch.randint(0, 2, (40,))
     theta0 = fm.theta.detach().repeat(2, 1)
     for method, per in [("fzoo", 5), ("mezo", 2), ("adam", 3)]:
-        r = train_many(method, fm, theta0, torch.tensor([1e-2, 2e-2]), x, y, 8, budget=60, eval_every=20,
-                       generator=torch.Generator().manual_seed(0), n_perturb=4)
-        assert r["loss"].shape == (len(r["passes"]), 2) and r["passes"][-1] == (60 // per) * per
+        r = train_many(
+            method,
+            fm,
+            theta0,
+            torch.tensor([1e-2, 2e-2]),
+            x,
+            y,
+            8,
+            budget=60,
+            eval_every=20,
+            generator=torch.Generator().manual_seed(0),
+            n_perturb=4,
+        )
+        assert (
+            r["loss"].shape == (len(r["passes"]), 2)
+            and r["passes"][-1] == (60 // per) * per
+        )
         assert not r["diverged"].any()
     opt = FZOO(fm.parameters(), lr=1e-2, n_perturb=4)
     batches = torch.randint(0, 40, (20, 8))
     r = train_counted(fm, opt, x, y, batches, budget=50, eval_every=10)
     assert r["passes"][-1] == 50 and opt.forward_passes == 50
     with pytest.raises(ValueError):
-        train_many("sgd", fm, theta0, torch.tensor([1e-2, 2e-2]), x, y, 8, 60, 20, torch.Generator())
+        train_many(
+            "sgd",
+            fm,
+            theta0,
+            torch.tensor([1e-2, 2e-2]),
+            x,
+            y,
+            8,
+            60,
+            20,
+            torch.Generator(),
+        )
 
 
 def test_passes_to_reach():
@@ -250,7 +336,9 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError):
         FZOO(model.parameters()).step(lambda: torch.ones(2))
     with pytest.raises(ValueError):
-        fzoo_update_from_losses(torch.tensor(0.0), torch.zeros(3), torch.zeros(4, 5), 0.1)
+        fzoo_update_from_losses(
+            torch.tensor(0.0), torch.zeros(3), torch.zeros(4, 5), 0.1
+        )
     with pytest.raises(TypeError):
         FlatMLP(nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)))
 
@@ -260,8 +348,9 @@ def test_check_function_accepts_the_right_answer_and_rejects_wrong_ones():
     assert check_fzoo_update(good).status == "correct"
     flipped = check_fzoo_update(lambda l0, losses, u, lr: -good(l0, losses, u, lr))
     assert flipped.status == "wrong" and "uphill" in flipped
-    sample = lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr,
-                                                               std_mode="sample")
+    sample = lambda l0, losses, u, lr: fzoo_update_from_losses(
+        l0, losses, u, lr, std_mode="sample"
+    )
     assert check_fzoo_update(sample).status == "wrong"
     unnormalised = lambda l0, losses, u, lr: -lr * ((losses - l0) / len(losses)) @ u
     assert check_fzoo_update(unnormalised).status == "wrong"  # not invariant

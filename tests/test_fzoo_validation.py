@@ -1,4 +1,6 @@
-"""Bad input to iclr26.fzoo's batched paths is refused, never a silent wrong answer (issue 14)."""
+"""Bad input to iclr26.fzoo's batched paths is refused, never a silent wrong answer
+(issue 14)."""
+
 from __future__ import annotations
 
 import math
@@ -6,8 +8,15 @@ import math
 import pytest
 import torch
 
-from iclr26.fzoo import (FlatMLP, check_fzoo_update, fzoo_multi_step, fzoo_update_from_losses,
-                         mezo_multi_step, rademacher, train_many)
+from iclr26.fzoo import (
+    FlatMLP,
+    check_fzoo_update,
+    fzoo_multi_step,
+    fzoo_update_from_losses,
+    mezo_multi_step,
+    rademacher,
+    train_many,
+)
 from iclr26.harness import mlp
 
 
@@ -21,6 +30,7 @@ def small():
 
 def loss_fn_for(fm, x, y):
     from iclr26.fzoo import flat_mlp_loss
+
     return lambda th: flat_mlp_loss(fm, th, x[:8].unsqueeze(0), y[:8].unsqueeze(0))
 
 
@@ -28,7 +38,9 @@ def test_update_from_losses_refuses_one_perturbation():
     with pytest.raises(ValueError, match="N >= 2"):
         fzoo_update_from_losses(torch.tensor(0.0), torch.ones(1), torch.ones(1, 5), 0.1)
     with pytest.raises(ValueError, match="N >= 2"):
-        fzoo_update_from_losses(torch.zeros(3), torch.ones(3, 1), torch.ones(3, 1, 5), 0.1)
+        fzoo_update_from_losses(
+            torch.zeros(3), torch.ones(3, 1), torch.ones(3, 1, 5), 0.1
+        )
 
 
 def test_multi_step_refuses_one_perturbation_and_bad_shapes():
@@ -43,7 +55,9 @@ def test_multi_step_refuses_one_perturbation_and_bad_shapes():
     with pytest.raises(ValueError, match="theta"):
         fzoo_multi_step(f, theta[0], lr, 1e-3, 4, torch.Generator())
     with pytest.raises(ValueError, match="lr"):
-        fzoo_multi_step(f, theta, torch.tensor([0.01, 0.02]), 1e-3, 4, torch.Generator())
+        fzoo_multi_step(
+            f, theta, torch.tensor([0.01, 0.02]), 1e-3, 4, torch.Generator()
+        )
     with pytest.raises(ValueError, match="lr"):
         fzoo_multi_step(f, theta, torch.tensor([math.nan]), 1e-3, 4, torch.Generator())
     with pytest.raises(ValueError, match="eps"):
@@ -52,20 +66,32 @@ def test_multi_step_refuses_one_perturbation_and_bad_shapes():
         mezo_multi_step(f, theta, lr, -1e-3, torch.Generator())
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(n_perturb=1), "n_perturb"),        # was: 2,000 passes charged, loss frozen
-    (dict(n_perturb=2.0), "n_perturb"),
-    (dict(budget=5), "buys no step"),        # FZOO with N = 8 needs 9 passes per step
-    (dict(budget=60.5), "budget"),
-    (dict(eval_every=0), "eval_every"),
-    (dict(batch_size=0), "batch_size"),
-    (dict(eps=0.0), "eps"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_perturb=1), "n_perturb"),  # was: 2,000 passes charged, loss frozen
+        (dict(n_perturb=2.0), "n_perturb"),
+        (dict(budget=5), "buys no step"),  # FZOO with N = 8 needs 9 passes per step
+        (dict(budget=60.5), "budget"),
+        (dict(eval_every=0), "eval_every"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(eps=0.0), "eps"),
+    ],
+)
 def test_train_many_refuses_bad_settings(kwargs, match):
     fm, x, y = small()
-    args = dict(method="fzoo", model=fm, theta0=fm.theta.detach().repeat(2, 1),
-                lr=torch.tensor([1e-2, 2e-2]), x=x, y=y, batch_size=8, budget=60, eval_every=20,
-                generator=torch.Generator().manual_seed(0))
+    args = dict(
+        method="fzoo",
+        model=fm,
+        theta0=fm.theta.detach().repeat(2, 1),
+        lr=torch.tensor([1e-2, 2e-2]),
+        x=x,
+        y=y,
+        batch_size=8,
+        budget=60,
+        eval_every=20,
+        generator=torch.Generator().manual_seed(0),
+    )
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         train_many(**args)
@@ -94,8 +120,19 @@ def test_train_many_fzoo_moves_the_weights():
     """The defect of issue 14 was a run that was charged passes and never moved."""
     fm, x, y = small()
     th = fm.theta.detach().repeat(2, 1)
-    r = train_many("fzoo", fm, th, torch.tensor([1e-2, 2e-2]), x, y, 8, 90, 30,
-                   torch.Generator().manual_seed(0), n_perturb=2)
+    r = train_many(
+        "fzoo",
+        fm,
+        th,
+        torch.tensor([1e-2, 2e-2]),
+        x,
+        y,
+        8,
+        90,
+        30,
+        torch.Generator().manual_seed(0),
+        n_perturb=2,
+    )
     assert (r["theta"] - th).abs().amax(1).min() > 0
     assert r["passes"][-1] == 90
 
@@ -106,28 +143,44 @@ def test_nostd_ablation_is_fzoo_without_the_division_by_sigma():
     theta = fm.theta.detach().unsqueeze(0).double()
     fm = fm.double()
     f = loss_fn_for(fm, x.double(), y)
-    u = rademacher((1, 5, theta.shape[1]), torch.Generator().manual_seed(1), dtype=torch.float64)
+    u = rademacher(
+        (1, 5, theta.shape[1]), torch.Generator().manual_seed(1), dtype=torch.float64
+    )
     lr, eps = torch.tensor([0.1], dtype=torch.float64), 1e-3
     new, l0 = fzoo_multi_step(f, theta, lr, eps, 5, u=u, normalise=False)
     losses = f(theta.unsqueeze(1) + eps * u)[0]
     want = theta[0] - 0.1 * ((losses - l0[0]) / (5 * eps)) @ u[0]
     assert torch.allclose(new[0], want, atol=1e-12)
     # unlike FZOO, the ablation's step scales with the loss
-    new3, _ = fzoo_multi_step(lambda th: 3 * f(th), theta, lr, eps, 5, u=u, normalise=False)
+    new3, _ = fzoo_multi_step(
+        lambda th: 3 * f(th), theta, lr, eps, 5, u=u, normalise=False
+    )
     assert torch.allclose(new3 - theta, 3 * (new - theta), atol=1e-10)
-    r = train_many("fzoo-nostd", fm, theta.repeat(2, 1).float().double(),
-                   torch.tensor([1e-2, 2e-2], dtype=torch.float64), x.double(), y, 8, 60, 20,
-                   torch.Generator().manual_seed(0), n_perturb=4)
+    r = train_many(
+        "fzoo-nostd",
+        fm,
+        theta.repeat(2, 1).float().double(),
+        torch.tensor([1e-2, 2e-2], dtype=torch.float64),
+        x.double(),
+        y,
+        8,
+        60,
+        20,
+        torch.Generator().manual_seed(0),
+        n_perturb=4,
+    )
     assert r["passes"][-1] == 60  # 12 steps of N + 1 = 5 passes
 
 
 def test_checker_hints_do_not_spell_out_the_recipe():
     """Each wrong answer gets a hint; none names the formula's parts outright."""
     good = lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr)
-    wrongs = [lambda l0, losses, u, lr: -good(l0, losses, u, lr),
-              lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr, "sample"),
-              lambda l0, losses, u, lr: -lr * ((losses - l0) / len(losses)) @ u,
-              lambda l0, losses, u, lr: -lr * ((losses - losses.mean()) / len(losses)) @ u]
+    wrongs = [
+        lambda l0, losses, u, lr: -good(l0, losses, u, lr),
+        lambda l0, losses, u, lr: fzoo_update_from_losses(l0, losses, u, lr, "sample"),
+        lambda l0, losses, u, lr: -lr * ((losses - l0) / len(losses)) @ u,
+        lambda l0, losses, u, lr: -lr * ((losses - losses.mean()) / len(losses)) @ u,
+    ]
     for w in wrongs:
         v = check_fzoo_update(w)
         assert v.status == "wrong"

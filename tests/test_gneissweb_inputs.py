@@ -1,13 +1,15 @@
-"""Bad inputs to the GneissWeb library raise with a message, never a silent wrong answer."""
+"""Bad inputs to the GneissWeb library raise with a message, never a silent
+wrong answer."""
+
 import numpy as np
 import pytest
-import torch
 
 from iclr26 import gneissweb as gw
 
 
 def test_remove_repeats_refuses_a_single_string():
-    # a str is a sequence of characters: it must not be read as one document per character
+    # a str is a sequence of characters: it must not be read as one document
+    # per character
     with pytest.raises(TypeError, match="sequence of str"):
         gw.remove_repeats("abcabc", 2)
     with pytest.raises(TypeError, match="sequence of str"):
@@ -28,7 +30,7 @@ def test_fasttext_fit_refuses_float_labels_and_empty_input():
         clf.fit("a b", [0])
     with pytest.raises(ValueError, match="labels must lie"):
         clf.fit(["a", "b"], [0, 2])
-    clf.fit(["a b", "c d"], np.array([True, False]), epochs=1)   # bools are class ids
+    clf.fit(["a b", "c d"], np.array([True, False]), epochs=1)  # bools are class ids
 
 
 def test_fasttext_fit_uses_torch_adam_and_learns():
@@ -70,7 +72,7 @@ def test_cloze_items_four_templates_unique_answers():
     facts = gw.make_fact_table(8, 0)
     items = gw.cloze_items(facts, 4, seed=0)
     assert len(items) == 4 * 8
-    for prompt, opts, a in items:
+    for _, opts, a in items:
         assert len(set(opts)) == 4 and 0 <= a < 4
     with pytest.raises(ValueError, match="templates"):
         gw.cloze_items(facts, 4, templates=())
@@ -78,7 +80,9 @@ def test_cloze_items_four_templates_unique_answers():
 
 def test_char_lm_cosine_schedule_reaches_zero():
     # torch.optim.Adam with a cosine LambdaLR: the last step uses a rate near 0
-    model = gw.train_char_lm("abcdefgh" * 20, steps=5, batch=8, context=4, emb=2, hidden=4)
+    model = gw.train_char_lm(
+        "abcdefgh" * 20, steps=5, batch=8, context=4, emb=2, hidden=4
+    )
     assert isinstance(model, gw.CharMLP)
     with pytest.raises(ValueError):
         gw.train_char_lm("abcdefgh" * 20, steps=0, context=4)

@@ -1,14 +1,23 @@
 import pytest
 import torch
 
-from iclr26.harness import batch_indices, digits_data, evaluate, mlp, n_params, optimizer_state_bytes, tensor_bytes
+from iclr26.harness import (
+    batch_indices,
+    digits_data,
+    evaluate,
+    mlp,
+    n_params,
+    optimizer_state_bytes,
+    tensor_bytes,
+)
 
 
 def test_digits_data_shapes_split_and_standardisation():
     train, test = digits_data(seed=0)
     assert train.x.shape == (1347, 64) and test.x.shape == (450, 64)
     assert train.y.dtype == torch.int64 and set(train.y.tolist()) == set(range(10))
-    assert train.x.mean().abs() < 1e-5  # standardised with the training split's statistics
+    # standardised with the training split's statistics
+    assert train.x.mean().abs() < 1e-5
     assert not torch.equal(digits_data(seed=1)[0].y, train.y)
     with pytest.raises(ValueError, match="test_fraction"):
         digits_data(test_fraction=1.5)
@@ -29,7 +38,8 @@ def test_mlp_is_reproducible_without_touching_the_global_rng():
 def test_batch_indices_cover_each_epoch_without_replacement():
     idx = batch_indices(10, 5, steps=4, generator=torch.Generator().manual_seed(0))
     assert idx.shape == (4, 5)
-    assert sorted(idx[:2].flatten().tolist()) == list(range(10))  # one epoch = two batches
+    # one epoch = two batches
+    assert sorted(idx[:2].flatten().tolist()) == list(range(10))
     with pytest.raises(ValueError, match="batch_size"):
         batch_indices(10, 11, steps=1, generator=torch.Generator())
 
@@ -43,5 +53,6 @@ def test_evaluate_and_optimizer_state_bytes():
     assert optimizer_state_bytes(opt) == 0
     torch.nn.functional.cross_entropy(model(train.x), train.y).backward()
     opt.step()
-    assert optimizer_state_bytes(opt) >= 2 * 4 * n_params(model)  # two fp32 moments per parameter
+    # two fp32 moments per parameter
+    assert optimizer_state_bytes(opt) >= 2 * 4 * n_params(model)
     assert tensor_bytes([torch.zeros(3, dtype=torch.float64), "not a tensor"]) == 24

@@ -1,12 +1,13 @@
 """Unit tests for iclr26.ilnn (the intrinsic Lorentz neural network)."""
+
 import math
 
 import geoopt
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26 import ilnn as L
-from nbexercise import exercise_parts
 
 D64 = torch.float64
 
@@ -20,8 +21,11 @@ def on_manifold_err(x, k):
     return ((L.lorentz_inner(x, x) + 1.0 / k).abs() * k).max().item()
 
 
-# -- primitives, cross-checked against geoopt (its k is the radius^2 = 1/k here) ----------------
-@pytest.mark.parametrize("k", [0.25, 1.0, 4.0])  # exactly representable in float32: geoopt stores k as float32
+# -- primitives, cross-checked against geoopt (its k is the radius^2 = 1/k here)
+# ----------------
+@pytest.mark.parametrize(
+    "k", [0.25, 1.0, 4.0]
+)  # exactly representable in float32: geoopt stores k as float32
 def test_primitives_match_geoopt(k):
     man = geoopt.manifolds.Lorentz(k=1.0 / k)
     x, y = points(k=k, seed=1), points(k=k, seed=2)
@@ -50,19 +54,24 @@ def test_lift_exp_log_roundtrip_and_shapes():
     assert L.lift(torch.zeros(2, 6), k).shape == (2, 7)
 
 
-# -- hyperplanes ---------------------------------------------------------------------------------
+# -- hyperplanes
+# ---------------------------------------------------------------------------------
 def test_hyperplane_normal_has_lorentz_norm_of_U():
     U, a, k = torch.randn(5, 7, dtype=D64), torch.randn(7, dtype=D64), 0.6
     W = L.hyperplane_normal(U, a, k)
-    normL2 = -W[0] ** 2 + (W[1:] ** 2).sum(0)
-    assert torch.allclose(normL2, (U ** 2).sum(0), atol=1e-10)
+    normL2 = -(W[0] ** 2) + (W[1:] ** 2).sum(0)
+    assert torch.allclose(normL2, (U**2).sum(0), atol=1e-10)
 
 
 def test_closed_form_distance_equals_brute_force_minimum():
-    # n = 2: the hyperplane is a geodesic y(s) = (cosh s e0 + sinh s e1)/sqrt k; minimise over a fine grid.
+    # n = 2: the hyperplane is a geodesic y(s) = (cosh s e0 + sinh s e1)/sqrt k;
+    # minimise over a fine grid.
     k = 0.8
     g = torch.Generator().manual_seed(3)
-    U, a = torch.randn(2, 1, generator=g, dtype=D64), torch.randn(1, generator=g, dtype=D64)
+    U, a = (
+        torch.randn(2, 1, generator=g, dtype=D64),
+        torch.randn(1, generator=g, dtype=D64),
+    )
     W = L.hyperplane_normal(U, a, k)
     w = W[:, 0]
     x = points(n=20, dim=2, k=k, scale=1.5, seed=4)
@@ -72,10 +81,14 @@ def test_closed_form_distance_equals_brute_force_minimum():
     e0 = o - L.lorentz_inner(o, w) / L.lorentz_inner(w, w) * w
     e0 = e0 / torch.sqrt(-L.lorentz_inner(e0, e0))
     t = torch.tensor([0.0, 1.0, 0.3], dtype=D64)
-    e1 = t - L.lorentz_inner(t, w) / L.lorentz_inner(w, w) * w + L.lorentz_inner(t, e0) * e0
+    e1 = (
+        t
+        - L.lorentz_inner(t, w) / L.lorentz_inner(w, w) * w
+        + L.lorentz_inner(t, e0) * e0
+    )
     e1 = e1 / torch.sqrt(L.lorentz_inner(e1, e1))
     s = torch.linspace(-12, 12, 200_001, dtype=D64)[:, None]
-    curve = (torch.cosh(s) * e0 + torch.sinh(s) * e1) / math.sqrt(k)           # (S, 3) on H_w
+    curve = (torch.cosh(s) * e0 + torch.sinh(s) * e1) / math.sqrt(k)  # (S, 3) on H_w
     assert L.lorentz_inner(curve, w.expand_as(curve)).abs().max() < 1e-6
     brute = L.dist(x[:, None], curve[None], k).min(1).values
     assert torch.allclose(closed, brute, atol=1e-4)
@@ -87,7 +100,7 @@ def test_plfc_euclidean_limit_and_on_manifold():
     with torch.no_grad():
         layer.a.normal_(generator=g)
     xs = torch.randn(30, 6, generator=g, dtype=D64)
-    affine = xs @ layer.U - layer.U.norm(dim=0) * layer.a                       # W x + b, b = -|U| a
+    affine = xs @ layer.U - layer.U.norm(dim=0) * layer.a  # W x + b, b = -|U| a
     errs = []
     for k in (1e-2, 1e-4, 1e-6):
         layer.k = k
@@ -109,17 +122,23 @@ def test_plfc_space_equals_scaled_sinh_of_distance():
     assert torch.allclose(layer.logits(x), layer.U.norm(dim=0) * d, atol=1e-12)
 
 
-# -- gyro-structure and batch norms --------------------------------------------------------------
+# -- gyro-structure and batch norms
+# --------------------------------------------------------------
 def test_gyro_identities_and_boost_isometry():
     k = 0.9
     x, a = points(k=k, seed=6), points(n=1, k=k, seed=7)[0]
     o = L.origin(4, k, dtype=D64)
-    assert torch.allclose(L.gyro_add(o, x, k), x, atol=1e-12)                   # o (+) x = x
-    assert torch.allclose(L.gyro_add(L.gyro_neg(x), x, k), o.expand_as(x), atol=1e-9)  # (-x) (+) x = o
-    assert torch.allclose(L.boost_to_origin(a, x, k), L.gyro_add(L.gyro_neg(a), x, k), atol=1e-12)
+    assert torch.allclose(L.gyro_add(o, x, k), x, atol=1e-12)  # o (+) x = x
+    # (-x) (+) x = o
+    assert torch.allclose(L.gyro_add(L.gyro_neg(x), x, k), o.expand_as(x), atol=1e-9)
+    assert torch.allclose(
+        L.boost_to_origin(a, x, k), L.gyro_add(L.gyro_neg(a), x, k), atol=1e-12
+    )
     y = L.boost_to_origin(a, x, k)
     assert on_manifold_err(y, k) < 1e-12
-    assert torch.allclose(L.dist(x[:, None], x[None], k), L.dist(y[:, None], y[None], k), atol=1e-7)
+    assert torch.allclose(
+        L.dist(x[:, None], x[None], k), L.dist(y[:, None], y[None], k), atol=1e-7
+    )
     assert torch.allclose(L.gyro_scale(1.0, x, k), x, atol=1e-10)
     assert L.check_boost_to_origin(L.boost_to_origin).status == "correct"
 
@@ -151,9 +170,10 @@ def test_centroid_and_karcher_mean():
     mu = L.lorentz_centroid(x, k)
     assert on_manifold_err(mu.unsqueeze(0), k) < 1e-12
     centred = L.boost_to_origin(mu, x, k)
-    assert centred.mean(0)[1:].abs().max() < 1e-10                               # centroid of centred = o
+    assert centred.mean(0)[1:].abs().max() < 1e-10  # centroid of centred = o
     km = L.karcher_mean(x, k, tol=1e-11)
-    assert L.logmap0(L.boost_to_origin(km, x, k), k).mean(0).abs().max() < 1e-8  # first-order condition
+    # first-order condition
+    assert L.logmap0(L.boost_to_origin(km, x, k), k).mean(0).abs().max() < 1e-8
 
 
 def _lbn_rms(dim, k):
@@ -180,8 +200,9 @@ def test_batch_norms_normalise(cls):
 
 
 def test_gyrolbn_equals_lbn_only_with_the_rms_statistic():
-    # log/transport/exp is the boost: with GyroLBN's Frechet-variance statistic the two are the
-    # same function; HCNN's LBN normalises the mean distance instead, a different layer.
+    # log/transport/exp is the boost: with GyroLBN's Frechet-variance statistic the two
+    # are the same function; HCNN's LBN normalises the mean distance instead, a
+    # different layer.
     k = 1.2
     a = L.GyroLBN(4, k).double()
     b = L.LorentzBatchNorm(4, k, dispersion="rms").double()
@@ -208,50 +229,70 @@ def test_hcnn_lbn_sets_the_mean_distance():
     assert abs(L.dist0(back, k).mean() - 0.6 * s / (s + bn.eps)) < 1e-8
 
 
-# -- concat, activation, dropout, conv, models -------------------------------------------------
+# -- concat, activation, dropout, conv, models
+# -------------------------------------------------
 def test_digamma_alignment_keeps_expected_log_radius():
     from scipy.special import digamma
 
     d, N, sigma = 8, 9, 0.7
     assert L.digamma_scale(d, 1) == 1.0
-    expected = 0.5 * (math.log(2 * sigma ** 2) + digamma(d / 2))
+    expected = 0.5 * (math.log(2 * sigma**2) + digamma(d / 2))
     g = torch.Generator().manual_seed(11)
     blocks = L.lift(sigma * torch.randn(20000, N, d, generator=g, dtype=D64), 1.0)
     cat = L.lorentz_concat(blocks, 1.0)
     assert cat.shape == (20000, N * d + 1)
     assert abs(cat[:, 1:].norm(dim=-1).log().mean().item() - expected) < 0.01
     raw = L.lorentz_concat(blocks, 1.0, align="none")
-    assert raw[:, 1:].norm(dim=-1).log().mean().item() - expected > 0.9        # unaligned radius grows
+    # unaligned radius grows
+    assert raw[:, 1:].norm(dim=-1).log().mean().item() - expected > 0.9
 
 
 def test_activation_dropout_conv_models_stay_on_manifold():
     k = 0.8
-    x = points(n=48, dim=3, k=k).reshape(3, 4, 4, 4)                             # (B, H, W, n+1)
+    x = points(n=48, dim=3, k=k).reshape(3, 4, 4, 4)  # (B, H, W, n+1)
     for mod in (L.LorentzReLU(k), L.LorentzDropout(0.5, k)):
         assert on_manifold_err(mod(x), k) < 1e-12
     drop = L.LorentzDropout(0.5, k).eval()
     assert torch.equal(drop(x), x)
     for variant in ("ilnn", "hcnn"):
-        conv = L.LorentzConv2d(3, 5, 3, k, stride=2, padding=1, variant=variant).double()
+        conv = L.LorentzConv2d(
+            3, 5, 3, k, stride=2, padding=1, variant=variant
+        ).double()
         y = conv(x)
         assert y.shape == (3, 2, 2, 6) and on_manifold_err(y, k) < 1e-10
     img = torch.randn(4, 1, 8, 8)
-    for model in (L.LorentzCNN(4), L.LorentzCNN(4, variant="hcnn"), L.LorentzCNN(4, bn="gyrobn"), L.EuclideanCNN(4)):
+    for model in (
+        L.LorentzCNN(4),
+        L.LorentzCNN(4, variant="hcnn"),
+        L.LorentzCNN(4, bn="gyrobn"),
+        L.EuclideanCNN(4),
+    ):
         assert model(img).shape == (4, 10)
     xt, yt = L.tree_data(3, 2, dim=5, per_leaf=4)
     assert xt.shape == (36, 5) and yt.max() == 8
-    for model in (L.LorentzMLP(5, 8, 2, 9), L.LorentzMLP(5, 8, 2, 9, variant="hcnn"), L.EuclideanMLP(5, 8, 2, 9)):
+    for model in (
+        L.LorentzMLP(5, 8, 2, 9),
+        L.LorentzMLP(5, 8, 2, 9, variant="hcnn"),
+        L.EuclideanMLP(5, 8, 2, 9),
+    ):
         assert model(xt).shape == (36, 9)
 
 
 def test_train_classifier_learns_a_trivial_task():
     x, y = L.tree_data(2, 2, dim=6, per_leaf=30, noise=0.1, seed=1)
     torch.manual_seed(0)
-    res = L.train_classifier(L.LorentzMLP(6, 16, 2, 4), x, y, x, y, epochs=20, batch_size=30, lr=3e-2)
-    assert res["acc"] > 0.9 and len(res["losses"]) == 20 and res["losses"][-1] < res["losses"][0]
+    res = L.train_classifier(
+        L.LorentzMLP(6, 16, 2, 4), x, y, x, y, epochs=20, batch_size=30, lr=3e-2
+    )
+    assert (
+        res["acc"] > 0.9
+        and len(res["losses"]) == 20
+        and res["losses"][-1] < res["losses"][0]
+    )
 
 
-# -- gradients and errors ----------------------------------------------------------------------
+# -- gradients and errors
+# ----------------------------------------------------------------------
 def test_gradcheck_float64():
     k = 0.9
     x = points(n=6, dim=3, k=k, seed=12).requires_grad_()
@@ -260,7 +301,12 @@ def test_gradcheck_float64():
     assert torch.autograd.gradcheck(lambda a: L.dist(a, y, k), (x,))
     assert torch.autograd.gradcheck(lambda a: L.expmap0(a, k), (v,))
     assert torch.autograd.gradcheck(lambda a: L.logmap0(L.lift(a, k), k), (v,))
-    assert torch.autograd.gradcheck(lambda a: L.boost_to_origin(L.lorentz_centroid(L.lift(a, k), k), L.lift(a, k), k), (v,))
+    assert torch.autograd.gradcheck(
+        lambda a: L.boost_to_origin(
+            L.lorentz_centroid(L.lift(a, k), k), L.lift(a, k), k
+        ),
+        (v,),
+    )
     layer = L.PLFC(3, 2, k).double()
     assert torch.autograd.gradcheck(lambda a: layer(L.lift(a, k)), (v,))
     bn = L.GyroLBN(3, k).double()

@@ -1,4 +1,5 @@
 """Bad inputs, step-controlled Karcher mean and PLFC variants for iclr26.ilnn."""
+
 import math
 
 import pytest
@@ -12,17 +13,17 @@ D64 = torch.float64
 def test_plfc_rejects_points_off_the_hyperboloid():
     layer = L.PLFC(3, 2)
     x = L.lift(torch.randn(5, 3), 1.0)
-    layer(x)                                                  # on the sheet: fine
+    layer(x)  # on the sheet: fine
     with pytest.raises(ValueError, match="hyperboloid"):
-        layer(x * 1.5)                                        # scaled: off the sheet
+        layer(x * 1.5)  # scaled: off the sheet
     with pytest.raises(ValueError, match="hyperboloid"):
         layer.logits(torch.cat([torch.ones(5, 1), torch.randn(5, 3)], -1))
     with pytest.raises(ValueError, match="upper sheet"):
-        layer(-x)                                             # lower sheet
+        layer(-x)  # lower sheet
 
 
 def test_plfc_accepts_far_points_in_float32():
-    x = L.lift(torch.randn(64, 3) * 300.0, 1.0)               # x_0 ~ 500: rounding ~1e-2 abs
+    x = L.lift(torch.randn(64, 3) * 300.0, 1.0)  # x_0 ~ 500: rounding ~1e-2 abs
     assert torch.isfinite(L.PLFC(3, 2)(x)).all()
 
 
@@ -71,7 +72,8 @@ def test_karcher_mean_raises_when_it_cannot_converge():
     x = L.lift(torch.randn(64, 4, dtype=D64) * 2, 1.0)
     with pytest.raises(RuntimeError, match="did not converge"):
         L.karcher_mean(x, 1.0, tol=1e-14, max_iters=2)
-    mu, steps = L.karcher_mean(x, 1.0, iters=2, return_steps=True)   # fixed budget: no raise
+    # fixed budget: no raise
+    mu, steps = L.karcher_mean(x, 1.0, iters=2, return_steps=True)
     assert steps <= 2
     with pytest.raises(ValueError):
         L.karcher_mean(x, 1.0, iters=-1)
@@ -92,7 +94,9 @@ def test_plfc_unit_gain_is_sinh_of_distance():
         layer.U.mul_(3.0), layer.a.normal_()
     x = L.lift(torch.randn(20, 4, dtype=D64), k)
     d = L.signed_distance(x, layer.normals(), k)
-    assert torch.allclose(layer(x)[:, 1:], torch.sinh(math.sqrt(k) * d) / math.sqrt(k), atol=1e-10)
+    assert torch.allclose(
+        layer(x)[:, 1:], torch.sinh(math.sqrt(k) * d) / math.sqrt(k), atol=1e-10
+    )
     with pytest.raises(ValueError, match="gain"):
         L.PLFC(4, 3, gain="l2")
 
@@ -108,7 +112,13 @@ def test_lbn_dispersion_and_gyrobn_iters_validated():
 
 def test_lorentz_mlp_ablation_options():
     x = torch.randn(16, 6)
-    for kw in ({}, {"head": "lfc"}, {"head": "flat"}, {"bn": "lbn"}, {"variant": "hcnn"}):
+    for kw in (
+        {},
+        {"head": "lfc"},
+        {"head": "flat"},
+        {"bn": "lbn"},
+        {"variant": "hcnn"},
+    ):
         assert L.LorentzMLP(6, 8, 2, 5, **kw)(x).shape == (16, 5)
     with pytest.raises(ValueError, match="head"):
         L.LorentzMLP(6, 8, 2, 5, head="mlr")
@@ -131,6 +141,7 @@ def test_flat_head_is_plfc_logits_in_the_euclidean_limit():
 
 
 def test_device_follows_inputs_meta():
-    # shapes and devices propagate without host-only allocations (meta tensors have no data)
+    # shapes and devices propagate without host-only allocations (meta tensors
+    # have no data)
     mu = L.origin(3, 1.0, device="meta")
     assert mu.device.type == "meta"

@@ -1,4 +1,5 @@
 """Unit tests for iclr26.paano (chapter 08). Fast: the whole file runs in seconds."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -7,21 +8,53 @@ import torch
 from nbexercise import exercise_parts
 
 from iclr26.paano import (
-    ANOMALY_KINDS, PaAno, acf_period, PaAnoConfig, PatchEncoder, PretextHead, auc_pr, build_memory_bank,
-    check_patch_scores_to_points, knn_cosine_score, load_tsb_ad_csv, load_tsb_ad_folder,
-    make_synthetic_series, n_parameters, patch_scores_to_points, pretext_loss, pretext_weight, revin,
-    sklearn_patch_detector, sliding_patches, triplet_hardest_negative, vus_pr,
+    ANOMALY_KINDS,
+    PaAno,
+    PaAnoConfig,
+    PatchEncoder,
+    PretextHead,
+    acf_period,
+    auc_pr,
+    build_memory_bank,
+    check_patch_scores_to_points,
+    knn_cosine_score,
+    load_tsb_ad_csv,
+    load_tsb_ad_folder,
+    make_synthetic_series,
+    n_parameters,
+    patch_scores_to_points,
+    pretext_loss,
+    pretext_weight,
+    revin,
+    sklearn_patch_detector,
+    sliding_patches,
+    triplet_hardest_negative,
+    vus_pr,
 )
 
-TINY = PaAnoConfig(patch_len=16, channels=(4, 8), kernels=(5, 3), proj_dim=8, batch_size=32, iters=4,
-                   lr=1e-3, bank_min=20, k=3)
+TINY = PaAnoConfig(
+    patch_len=16,
+    channels=(4, 8),
+    kernels=(5, 3),
+    proj_dim=8,
+    batch_size=32,
+    iters=4,
+    lr=1e-3,
+    bank_min=20,
+    k=3,
+)
 
 
-# ---------------------------------------------------------------------------------------- data
+# --------------------------------------------------------------------------------- data
+
 
 def test_synthetic_series_shapes_labels_and_determinism():
     s = make_synthetic_series(3, n_train=600, n_test=1200, period=20, length=(10, 30))
-    assert s.x_train.shape == (600, 1) and s.x_test.shape == (1200, 1) and s.y_test.shape == (1200,)
+    assert (
+        s.x_train.shape == (600, 1)
+        and s.x_test.shape == (1200, 1)
+        and s.y_test.shape == (1200,)
+    )
     assert sorted(k for _, _, k in s.segments) == sorted(ANOMALY_KINDS)
     y = np.zeros(1200, dtype=int)
     for a, b, _ in s.segments:
@@ -29,15 +62,23 @@ def test_synthetic_series_shapes_labels_and_determinism():
     assert (y == s.y_test).all()
     starts = [a for a, _, _ in s.segments]
     ends = [b for _, b, _ in s.segments]
-    assert all(e <= a2 for e, a2 in zip(ends[:-1], starts[1:])), "anomalies must not overlap"
-    again = make_synthetic_series(3, n_train=600, n_test=1200, period=20, length=(10, 30))
+    assert all(e <= a2 for e, a2 in zip(ends[:-1], starts[1:])), (
+        "anomalies must not overlap"
+    )
+    again = make_synthetic_series(
+        3, n_train=600, n_test=1200, period=20, length=(10, 30)
+    )
     assert np.array_equal(s.x_test, again.x_test)
-    other = make_synthetic_series(4, n_train=600, n_test=1200, period=20, length=(10, 30))
+    other = make_synthetic_series(
+        4, n_train=600, n_test=1200, period=20, length=(10, 30)
+    )
     assert not np.array_equal(s.x_test, other.x_test)
 
 
 def test_synthetic_multivariate_and_errors():
-    s = make_synthetic_series(0, n_train=400, n_test=1000, period=20, n_channels=3, length=(10, 20))
+    s = make_synthetic_series(
+        0, n_train=400, n_test=1000, period=20, n_channels=3, length=(10, 20)
+    )
     assert s.x_train.shape == (400, 3) and s.x_test.shape == (1000, 3)
     with pytest.raises(ValueError, match="anomaly kind"):
         make_synthetic_series(0, kinds=("spike", "meteor"))
@@ -50,34 +91,51 @@ def test_synthetic_multivariate_and_errors():
 def test_acf_period_finds_the_period():
     t = np.arange(2000)
     assert acf_period(np.sin(2 * np.pi * t / 37)) in (36, 37, 38)
-    assert acf_period(make_synthetic_series(0, period=40).x_train) in range(36, 45)  # the 3.7x harmonic shifts the peak a little
+    # the 3.7x harmonic shifts the peak a little
+    assert acf_period(make_synthetic_series(0, period=40).x_train) in range(36, 45)
     assert acf_period(np.ones(50), default=7) == 7
     with pytest.raises(ValueError):
         acf_period(np.ones(4))
 
 
 def _write(path, header, rows):
-    path.write_text("\n".join([",".join(header)] + [",".join(map(str, r)) for r in rows]) + "\n")
+    path.write_text(
+        "\n".join([",".join(header)] + [",".join(map(str, r)) for r in rows]) + "\n"
+    )
     return path
 
 
 def test_tsb_ad_csv_reader_and_its_errors(tmp_path):
     rows = [[i * 0.1, i * 0.2, int(i in (7, 8))] for i in range(12)]
-    good = _write(tmp_path / "001_Toy_id_1_Demo_tr_5_1st_7.csv", ["a", "b", "Label"], rows)
+    good = _write(
+        tmp_path / "001_Toy_id_1_Demo_tr_5_1st_7.csv", ["a", "b", "Label"], rows
+    )
     s = load_tsb_ad_csv(good)
-    assert s.x_train.shape == (5, 2) and s.x_test.shape == (12, 2) and s.y_test.sum() == 2
+    assert (
+        s.x_train.shape == (5, 2) and s.x_test.shape == (12, 2) and s.y_test.sum() == 2
+    )
     bad_dir = tmp_path / "bad"
     bad_dir.mkdir()
-    no_label = _write(bad_dir / "002_Toy_id_2_Demo_tr_5_1st_7.csv", ["a", "b", "y"], rows)
+    no_label = _write(
+        bad_dir / "002_Toy_id_2_Demo_tr_5_1st_7.csv", ["a", "b", "y"], rows
+    )
     with pytest.raises(ValueError, match="002_Toy.*Label"):
         load_tsb_ad_csv(no_label)
     text = [[*r[:2], r[2]] for r in rows]
     text[3][1] = "oops"
     with pytest.raises(ValueError, match="003_Toy.*non-numeric.*oops"):
-        load_tsb_ad_csv(_write(bad_dir / "003_Toy_id_3_Demo_tr_5_1st_7.csv", ["a", "b", "Label"], text))
+        load_tsb_ad_csv(
+            _write(
+                bad_dir / "003_Toy_id_3_Demo_tr_5_1st_7.csv", ["a", "b", "Label"], text
+            )
+        )
     clean = [[r[0], r[1], 0] for r in rows]
     with pytest.raises(ValueError, match="004_Toy.*no anomaly label"):
-        load_tsb_ad_csv(_write(bad_dir / "004_Toy_id_4_Demo_tr_5_1st_7.csv", ["a", "b", "Label"], clean))
+        load_tsb_ad_csv(
+            _write(
+                bad_dir / "004_Toy_id_4_Demo_tr_5_1st_7.csv", ["a", "b", "Label"], clean
+            )
+        )
     with pytest.raises(ValueError, match="training length"):
         load_tsb_ad_csv(_write(bad_dir / "nameless.csv", ["a", "b", "Label"], rows))
     # a folder with one bad file raises for it: nothing is skipped silently
@@ -88,7 +146,8 @@ def test_tsb_ad_csv_reader_and_its_errors(tmp_path):
         load_tsb_ad_folder(tmp_path, "*.parquet")
 
 
-# ------------------------------------------------------------------------------------- patches
+# ------------------------------------------------------------------------------ patches
+
 
 def test_sliding_patches_content_and_errors():
     x = torch.arange(20.0).reshape(10, 2)
@@ -107,8 +166,12 @@ def test_sliding_patches_content_and_errors():
 def test_revin_zero_mean_unit_variance():
     p = torch.randn(5, 3, 16, dtype=torch.float64) * 4 + 7
     z = revin(p)
-    assert torch.allclose(z.mean(-1), torch.zeros(5, 3, dtype=torch.float64), atol=1e-10)
-    assert torch.allclose(z.var(-1, unbiased=False), torch.ones(5, 3, dtype=torch.float64), atol=1e-5)
+    assert torch.allclose(
+        z.mean(-1), torch.zeros(5, 3, dtype=torch.float64), atol=1e-10
+    )
+    assert torch.allclose(
+        z.var(-1, unbiased=False), torch.ones(5, 3, dtype=torch.float64), atol=1e-5
+    )
 
 
 def test_embedding_is_invariant_to_affine_changes_of_the_patch():
@@ -131,17 +194,25 @@ def naive_points(s, n, w):
 @pytest.mark.parametrize("n,w", [(12, 1), (12, 5), (12, 12), (31, 8)])
 def test_patch_scores_to_points_matches_naive(n, w):
     s = torch.rand(n - w + 1, dtype=torch.float64)
-    assert torch.allclose(patch_scores_to_points(s, n, w), naive_points(s, n, w), atol=1e-12)
+    assert torch.allclose(
+        patch_scores_to_points(s, n, w), naive_points(s, n, w), atol=1e-12
+    )
 
 
 def test_patch_scores_to_points_coverage_and_errors():
     n, w = 10, 4
-    # a score equal to 1/count(t) summed over covering patches: coverage counts via the indicator trick
+    # a score equal to 1/count(t) summed over covering patches: coverage counts via the
+    # indicator trick
     cover = patch_scores_to_points(torch.ones(n - w + 1), n, w)
     assert torch.allclose(cover, torch.ones(n))
     one_hot = torch.zeros(n - w + 1)
-    one_hot[0] = 1.0  # patch 0 covers steps 0..3, which are covered by 1, 2, 3, 4 patches
-    assert torch.allclose(patch_scores_to_points(one_hot, n, w)[:4], torch.tensor([1, 1 / 2, 1 / 3, 1 / 4]))
+    one_hot[0] = (
+        1.0  # patch 0 covers steps 0..3, which are covered by 1, 2, 3, 4 patches
+    )
+    assert torch.allclose(
+        patch_scores_to_points(one_hot, n, w)[:4],
+        torch.tensor([1, 1 / 2, 1 / 3, 1 / 4]),
+    )
     with pytest.raises(ValueError):
         patch_scores_to_points(torch.ones(5), n, w)
     with pytest.raises(ValueError):
@@ -156,7 +227,8 @@ def test_check_function_grades_library_and_wrong_answers():
     k = lambda w: torch.ones(1, 1, w, dtype=torch.float64)
     pad = lambda s, w: torch.nn.functional.pad(s, (w - 1, w - 1))[None, None]
     sum_over_w = lambda s, n, w: (  # divides by w at the ends too
-        torch.nn.functional.conv1d(pad(s, w), k(w))[0, 0] / w)
+        torch.nn.functional.conv1d(pad(s, w), k(w))[0, 0] / w
+    )
     verdict = check_patch_scores_to_points(sum_over_w)
     assert verdict.status == "wrong" and "fewer than w patches" in verdict
     wrong_shape = lambda s, n, w: s
@@ -173,26 +245,37 @@ def test_exercise_check_answers_not_done_wrong_and_correct():
     assert ns.pa.check_patch_scores_to_points(reference).status == "correct"
 
 
-# -------------------------------------------------------------------------------------- losses
+# ------------------------------------------------------------------------------- losses
+
 
 def test_hardest_negative_never_takes_the_diagonal():
     z = torch.randn(6, 4, dtype=torch.float64)
     # positives identical to anchors: the diagonal has distance 0, the smallest possible
     loss = triplet_hardest_negative(z, z, margin=0.5)
-    dist = 1 - torch.nn.functional.normalize(z, dim=1) @ torch.nn.functional.normalize(z, dim=1).T
+    dist = (
+        1
+        - torch.nn.functional.normalize(z, dim=1)
+        @ torch.nn.functional.normalize(z, dim=1).T
+    )
     off = dist + torch.diag(torch.full((6,), float("inf"), dtype=torch.float64))
     expect = torch.relu(0 - off.min(1).values + 0.5).mean()
     assert torch.allclose(loss, expect)
-    assert loss < 0.5  # with the diagonal as 'negative' it would be relu(0 - 0 + 0.5) = 0.5 exactly
+    # with the diagonal as 'negative' it would be relu(0 - 0 + 0.5) = 0.5 exactly
+    assert loss < 0.5
 
 
 def test_triplet_zero_when_negatives_beyond_margin_and_farthest_variant():
-    z = torch.eye(4, dtype=torch.float64)  # orthogonal: every negative at cosine distance 1
+    # orthogonal: every negative at cosine distance 1
+    z = torch.eye(4, dtype=torch.float64)
     assert triplet_hardest_negative(z, z.clone(), margin=0.5).item() == 0.0
-    assert triplet_hardest_negative(z, z.clone(), margin=1.5).item() == pytest.approx(0.5)
+    assert triplet_hardest_negative(z, z.clone(), margin=1.5).item() == pytest.approx(
+        0.5
+    )
     za = torch.randn(5, 3, dtype=torch.float64)
     zp = torch.randn(5, 3, dtype=torch.float64)
-    assert triplet_hardest_negative(za, zp, 0.5, "farthest") <= triplet_hardest_negative(za, zp, 0.5, "hardest")
+    assert triplet_hardest_negative(
+        za, zp, 0.5, "farthest"
+    ) <= triplet_hardest_negative(za, zp, 0.5, "hardest")
     with pytest.raises(ValueError):
         triplet_hardest_negative(za, zp[:4])
     with pytest.raises(ValueError):
@@ -202,16 +285,24 @@ def test_triplet_zero_when_negatives_beyond_margin_and_farthest_variant():
 def test_triplet_gradcheck():
     za = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
     zp = torch.randn(5, 3, dtype=torch.float64, requires_grad=True)
-    assert torch.autograd.gradcheck(lambda a, p: triplet_hardest_negative(a, p, 1.5), (za, zp))
+    assert torch.autograd.gradcheck(
+        lambda a, p: triplet_hardest_negative(a, p, 1.5), (za, zp)
+    )
 
 
 def test_pretext_loss_matches_formula_and_gradcheck():
     torch.manual_seed(0)
     head = PretextHead(3).double()
-    h, hp, hr = (torch.randn(4, 3, dtype=torch.float64), torch.randn(4, 3, dtype=torch.float64),
-                 torch.randn(4, 2, 3, dtype=torch.float64))
+    h, hp, hr = (
+        torch.randn(4, 3, dtype=torch.float64),
+        torch.randn(4, 3, dtype=torch.float64),
+        torch.randn(4, 2, 3, dtype=torch.float64),
+    )
     f = lambda a, b: head.lin(torch.cat([a, b], -1)).squeeze(-1)
-    expect = -torch.log(torch.sigmoid(f(h, hp))).mean() - torch.log(1 - torch.sigmoid(f(h[:, None].expand_as(hr), hr))).mean()
+    expect = (
+        -torch.log(torch.sigmoid(f(h, hp))).mean()
+        - torch.log(1 - torch.sigmoid(f(h[:, None].expand_as(hr), hr))).mean()
+    )
     assert torch.allclose(pretext_loss(head, h, hp, hr), expect)
     h.requires_grad_(True)
     assert torch.autograd.gradcheck(lambda a: pretext_loss(head, a, hp, hr), (h,))
@@ -227,47 +318,71 @@ def test_pretext_weight_schedule():
         pretext_weight(0, 0)
 
 
-# ------------------------------------------------------------------------------------- scoring
+# ------------------------------------------------------------------------------ scoring
+
 
 def test_memory_bank_size_and_subset():
     h = torch.randn(300, 5)
     idx = build_memory_bank(h, frac=0.1, min_size=40, seed=0)
-    assert 30 <= len(idx) <= 40 and len(set(idx.tolist())) == len(idx)  # M = max(40, 30), duplicates merged
-    assert idx.min() >= 0 and idx.max() < 300  # the bank is a subset of the training embeddings
-    assert len(build_memory_bank(h, frac=0.1, min_size=500)) == 300  # small N: keep everything
+    # M = max(40, 30), duplicates merged
+    assert 30 <= len(idx) <= 40 and len(set(idx.tolist())) == len(idx)
+    # the bank is a subset of the training embeddings
+    assert idx.min() >= 0 and idx.max() < 300
+    # small N: keep everything
+    assert len(build_memory_bank(h, frac=0.1, min_size=500)) == 300
     with pytest.raises(ValueError):
         build_memory_bank(h, frac=0.0)
 
 
 def test_knn_cosine_score_matches_naive_and_is_zero_on_training_patches():
-    q, bank = torch.randn(7, 4, dtype=torch.float64), torch.randn(9, 4, dtype=torch.float64)
-    naive = torch.stack([torch.sort(torch.stack([1 - torch.cosine_similarity(qi, b, dim=0) for b in bank])).values[:3].mean()
-                         for qi in q])
+    q, bank = (
+        torch.randn(7, 4, dtype=torch.float64),
+        torch.randn(9, 4, dtype=torch.float64),
+    )
+    naive = torch.stack(
+        [
+            torch.sort(
+                torch.stack([1 - torch.cosine_similarity(qi, b, dim=0) for b in bank])
+            )
+            .values[:3]
+            .mean()
+            for qi in q
+        ]
+    )
     assert torch.allclose(knn_cosine_score(q, bank, 3, chunk=2), naive, atol=1e-12)
-    assert torch.allclose(knn_cosine_score(bank, bank, 1), torch.zeros(9, dtype=torch.float64), atol=1e-7)
+    assert torch.allclose(
+        knn_cosine_score(bank, bank, 1), torch.zeros(9, dtype=torch.float64), atol=1e-7
+    )
     with pytest.raises(ValueError):
         knn_cosine_score(q, bank, 10)
     with pytest.raises(ValueError):
         knn_cosine_score(q, bank[:, :3])
 
 
-# ------------------------------------------------------------------------------------ detector
+# ----------------------------------------------------------------------------- detector
+
 
 def test_paano_fit_score_shapes_and_training_patch_scores_zero():
     s = make_synthetic_series(0, n_train=300, n_test=600, period=10, length=(5, 10))
-    cfg = PaAnoConfig(**{**TINY.__dict__, "bank_min": 10_000, "k": 1})  # the whole bank, k = 1
+    # the whole bank, k = 1
+    cfg = PaAnoConfig(**{**TINY.__dict__, "bank_min": 10_000, "k": 1})
     model = PaAno(cfg).fit(s.x_train, seed=0)
     assert len(model.history) == cfg.iters and np.isfinite(model.history).all()
     sc = model.score(s.x_test)
     assert sc.shape == (600,) and torch.isfinite(sc).all() and (sc >= 0).all()
-    assert model.patch_scores(s.x_train).abs().max() < 1e-5  # every training patch is in the bank
-    assert model.n_parameters() == n_parameters(model.encoder) + n_parameters(model.head)
+    # every training patch is in the bank
+    assert model.patch_scores(s.x_train).abs().max() < 1e-5
+    assert model.n_parameters() == n_parameters(model.encoder) + n_parameters(
+        model.head
+    )
     with pytest.raises(ValueError):
         model.score(np.zeros((600, 2), dtype=np.float32))
 
 
 def test_paano_multivariate_and_untrained():
-    s = make_synthetic_series(1, n_train=300, n_test=600, period=10, n_channels=2, length=(5, 10))
+    s = make_synthetic_series(
+        1, n_train=300, n_test=600, period=10, n_channels=2, length=(5, 10)
+    )
     model = PaAno(TINY, in_ch=2).fit(s.x_train, seed=1, train=False)
     assert model.history == [] and model.score(s.x_test).shape == (600,)
     with pytest.raises(RuntimeError):
@@ -283,7 +398,8 @@ def test_sklearn_baselines_shapes_and_errors():
         sklearn_patch_detector("svm", s.x_train, s.x_test, 16)
 
 
-# ------------------------------------------------------------------------------------- metrics
+# ------------------------------------------------------------------------------ metrics
+
 
 def test_metrics_perfect_score_and_errors():
     y = np.zeros(400, dtype=int)

@@ -1,17 +1,18 @@
 """Unit tests of iclr26.revisual_r1: GRPO, zero-advantage maths, PAD, the pipeline."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26 import revisual_r1 as rv
-from nbexercise import exercise_parts
 
 
 def test_equal_rewards_give_zero_advantage_and_zero_gradient():
-    r = torch.tensor([[1., 1., 1., 1.], [0., 0., 0., 0.]])
+    r = torch.tensor([[1.0, 1.0, 1.0, 1.0], [0.0, 0.0, 0.0, 0.0]])
     adv = rv.grpo_advantages(r)
     assert torch.equal(adv, torch.zeros_like(adv))
     w = torch.randn(8, requires_grad=True)
@@ -27,10 +28,12 @@ def test_binary_advantages_match_closed_form(G):
         r[0, :k] = 1
         s = math.sqrt(k * (G - k) / (G * (G - 1)))  # unbiased std of k ones in G
         adv = rv.grpo_advantages(r)
-        assert torch.allclose(adv[0, :k], torch.full((k,), (1 - k / G) / (s + 1e-6),
-                                                     dtype=torch.float64))
-        assert torch.allclose(adv[0, k:], torch.full((G - k,), -(k / G) / (s + 1e-6),
-                                                     dtype=torch.float64))
+        assert torch.allclose(
+            adv[0, :k], torch.full((k,), (1 - k / G) / (s + 1e-6), dtype=torch.float64)
+        )
+        assert torch.allclose(
+            adv[0, k:], torch.full((G - k,), -(k / G) / (s + 1e-6), dtype=torch.float64)
+        )
 
 
 def test_zero_fraction_matches_bernoulli_theory():
@@ -65,8 +68,14 @@ def test_pad_small_tau_takes_top_advantages():
 
 def test_pad_code_variant_uses_band_and_replacement():
     a = torch.tensor([2.47, -0.35, -0.35, 0.93, -0.93, 0.0, 0.97, 0.03])
-    idx = rv.pad_select(a, mode="code", t_low=0.03, t_high=0.97, rho=1.5,
-                        generator=torch.Generator().manual_seed(0))
+    idx = rv.pad_select(
+        a,
+        mode="code",
+        t_low=0.03,
+        t_high=0.97,
+        rho=1.5,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert idx.numel() == int(1.5 * a.numel())  # int(rho N) of the whole batch
     # |A| = 2.47 is above the band, 0 below it, and the band is strict (0.97, 0.03 out)
     assert set(idx.tolist()) <= {1, 2, 3, 4}
@@ -80,10 +89,16 @@ def test_pad_code_variant_empty_band_returns_full_batch():
 
 def test_pad_code_variant_draws_proportional_to_power():
     a = torch.tensor([0.2, 0.8])
-    idx = rv.pad_select(a, mode="code", t_low=0.03, t_high=0.97, rho=20_000,
-                        generator=torch.Generator().manual_seed(0))
+    idx = rv.pad_select(
+        a,
+        mode="code",
+        t_low=0.03,
+        t_high=0.97,
+        rho=20_000,
+        generator=torch.Generator().manual_seed(0),
+    )
     share = (idx == 1).float().mean().item()
-    want = 0.8 ** 1.5 / (0.8 ** 1.5 + 0.2 ** 1.5)
+    want = 0.8**1.5 / (0.8**1.5 + 0.2**1.5)
     assert abs(share - want) < 0.01
 
 
@@ -97,10 +112,21 @@ def test_rl_stage_kl_keeps_policy_near_reference():
     q = task.sample(64, "val", torch.Generator().manual_seed(1))
     kls = []
     for pol, kl in zip(pols, (0.0, 10.0)):
-        rv.rl_stage(pol, task, "text", 30, lr=3e-2, prompts=8, kl_coef=kl,
-                    generator=torch.Generator().manual_seed(2))
+        rv.rl_stage(
+            pol,
+            task,
+            "text",
+            30,
+            lr=3e-2,
+            prompts=8,
+            kl_coef=kl,
+            generator=torch.Generator().manual_seed(2),
+        )
         with torch.no_grad():
-            lp, lr_ = torch.log_softmax(pol(q, "text"), 1), torch.log_softmax(ref(q, "text"), 1)
+            lp, lr_ = (
+                torch.log_softmax(pol(q, "text"), 1),
+                torch.log_softmax(ref(q, "text"), 1),
+            )
             kls.append((lp.exp() * (lp - lr_)).sum(1).mean().item())
     assert kls[1] < kls[0]
 
@@ -160,43 +186,59 @@ def test_bad_inputs_raise():
         rv.run_pipeline(task, 0, {}, arms=("staged",))
 
 
-@pytest.mark.parametrize("call", [
-    # (n, 1) old/ref log-probs would broadcast to (n, n)
-    lambda: rv.grpo_loss(torch.zeros(3), torch.ones(3), old_logp=torch.zeros(3, 1)),
-    lambda: rv.grpo_loss(torch.zeros(3), torch.ones(3), kl_coef=0.1,
-                         ref_logp=torch.zeros(3, 1)),
-    lambda: rv.grpo_loss(torch.zeros(2), torch.tensor([float("nan"), 1.0])),
-    lambda: rv.grpo_loss(torch.zeros(2), torch.ones(2), clip=-1.0),
-    lambda: rv.grpo_loss(torch.zeros(2), torch.ones(2), kl_coef=-0.1,
-                         ref_logp=torch.zeros(2)),
-    lambda: rv.grpo_loss(torch.zeros(2), torch.ones(2), kl_coef=0.1),
-    lambda: rv.pad_select(torch.ones(4), rho=float("inf")),
-    lambda: rv.pad_select(torch.ones(4), tau=float("nan")),
-    lambda: rv.pad_select(torch.ones(4), t_low=float("nan")),
-    lambda: rv.pad_select(torch.ones(4), mode="code", rho=0.1),
-    lambda: rv.TauSchedule(1.0, 0.3, 2.5),
-    lambda: rv.TauSchedule(1.0, float("inf"), 3),
-    lambda: rv.grpo_advantages(torch.tensor([[1.0, 0.0]]), eps=True),
-    lambda: rv.grpo_advantages(torch.tensor([[1.0, 0.0]]), eps=float("nan")),
-    lambda: rv.rl_stage(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(4), "image", 2.5),
-    lambda: rv.rl_stage(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(4), "image", 1,
-                        group=1),
-    lambda: rv.accuracy(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(10), "text", "test",
-                        10, torch.Generator()),
-    lambda: rv.cold_start_sft(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(10), 1),
-    lambda: rv.align_vision(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(10), 1),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        # (n, 1) old/ref log-probs would broadcast to (n, n)
+        lambda: rv.grpo_loss(torch.zeros(3), torch.ones(3), old_logp=torch.zeros(3, 1)),
+        lambda: rv.grpo_loss(
+            torch.zeros(3), torch.ones(3), kl_coef=0.1, ref_logp=torch.zeros(3, 1)
+        ),
+        lambda: rv.grpo_loss(torch.zeros(2), torch.tensor([float("nan"), 1.0])),
+        lambda: rv.grpo_loss(torch.zeros(2), torch.ones(2), clip=-1.0),
+        lambda: rv.grpo_loss(
+            torch.zeros(2), torch.ones(2), kl_coef=-0.1, ref_logp=torch.zeros(2)
+        ),
+        lambda: rv.grpo_loss(torch.zeros(2), torch.ones(2), kl_coef=0.1),
+        lambda: rv.pad_select(torch.ones(4), rho=float("inf")),
+        lambda: rv.pad_select(torch.ones(4), tau=float("nan")),
+        lambda: rv.pad_select(torch.ones(4), t_low=float("nan")),
+        lambda: rv.pad_select(torch.ones(4), mode="code", rho=0.1),
+        lambda: rv.TauSchedule(1.0, 0.3, 2.5),
+        lambda: rv.TauSchedule(1.0, float("inf"), 3),
+        lambda: rv.grpo_advantages(torch.tensor([[1.0, 0.0]]), eps=True),
+        lambda: rv.grpo_advantages(torch.tensor([[1.0, 0.0]]), eps=float("nan")),
+        lambda: rv.rl_stage(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(4), "image", 2.5),
+        lambda: rv.rl_stage(
+            rv.TinyMLLMPolicy(4), rv.VisualArithmetic(4), "image", 1, group=1
+        ),
+        lambda: rv.accuracy(
+            rv.TinyMLLMPolicy(4),
+            rv.VisualArithmetic(10),
+            "text",
+            "test",
+            10,
+            torch.Generator(),
+        ),
+        lambda: rv.cold_start_sft(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(10), 1),
+        lambda: rv.align_vision(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(10), 1),
+    ],
+)
 def test_more_bad_inputs_raise_value_error(call):
     with pytest.raises(ValueError):
         call()
 
 
-@pytest.mark.parametrize("call", [
-    lambda: rv.grpo_loss(torch.zeros(2), torch.tensor([1, 0])),
-    lambda: rv.zero_advantage_theory(torch.tensor([True]), 8),
-    lambda: rv.accuracy("policy", rv.VisualArithmetic(4), "text", "test", 10,
-                        torch.Generator()),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: rv.grpo_loss(torch.zeros(2), torch.tensor([1, 0])),
+        lambda: rv.zero_advantage_theory(torch.tensor([True]), 8),
+        lambda: rv.accuracy(
+            "policy", rv.VisualArithmetic(4), "text", "test", 10, torch.Generator()
+        ),
+    ],
+)
 def test_more_bad_inputs_raise_type_error(call):
     with pytest.raises(TypeError):
         call()
@@ -204,8 +246,11 @@ def test_more_bad_inputs_raise_type_error(call):
 
 def test_task_splits_are_disjoint_and_images_match_digits():
     task = rv.VisualArithmetic(10, seed=0)
-    pools = {s: set(task.pools[s][d, :task.counts[s][d]].tolist())
-             for s in task.pools for d in range(10)}
+    pools = {
+        s: set(task.pools[s][d, : task.counts[s][d]].tolist())
+        for s in task.pools
+        for d in range(10)
+    }
     assert not pools["train"] & pools["test"]
     q = task.sample(64, "test", torch.Generator().manual_seed(0))
     assert torch.equal(q["y"], q["a"] + q["b"]) and q["img_a"].shape == (64, 64)
@@ -213,14 +258,24 @@ def test_task_splits_are_disjoint_and_images_match_digits():
 
 def test_tiny_pipeline_runs_and_records():
     task = rv.VisualArithmetic(4, seed=0)
-    res = rv.run_pipeline(task, 0, {a: 3e-3 for a in rv.ARMS}, align_steps=3,
-                          cs_steps=3, mrl_steps=3, trl_steps=2, prompts=4, n_eval=20)
+    res = rv.run_pipeline(
+        task,
+        0,
+        {a: 3e-3 for a in rv.ARMS},
+        align_steps=3,
+        cs_steps=3,
+        mrl_steps=3,
+        trl_steps=2,
+        prompts=4,
+        n_eval=20,
+    )
     assert 0 <= res["staged_img"] <= 1 and len(res["hist"]["mrl_only"].reward) == 5
     assert len(res["hist"]["mrl_long"].reward) == 3 + 5  # cs_steps + all RL steps
     pad = res["hist"]["pad"]
     assert all(f == 1.0 for f in pad.informative_frac if f == f)
-    z = rv.zero_advantage_probe(res["final_policy"], task, "image", 50, 8,
-                                torch.Generator())
+    z = rv.zero_advantage_probe(
+        res["final_policy"], task, "image", 50, 8, torch.Generator()
+    )
     assert 0 <= z[0] <= 1 and 0 <= z[1] <= 1
 
 
@@ -232,11 +287,14 @@ def test_check_advantages_grades():
     v = rv.check_advantages(lambda r: (r - r.mean()) / (r.std() + 1e-6))
     assert v.status == "wrong"
     v = rv.check_advantages(
-        lambda r: (r - r.mean(1, keepdim=True)) / r.std(1, keepdim=True))
+        lambda r: (r - r.mean(1, keepdim=True)) / r.std(1, keepdim=True)
+    )
     assert v.status == "wrong" and "NaN" in v
     # a float64 answer is graded in float64, not rejected for its dtype
-    assert rv.check_advantages(lambda r: rv.grpo_advantages(r.double())).status == \
-        "correct"
+    assert (
+        rv.check_advantages(lambda r: rv.grpo_advantages(r.double())).status
+        == "correct"
+    )
 
 
 def test_exercise_check_answers_not_done_wrong_and_correct():

@@ -1,4 +1,6 @@
-"""Unit tests for iclr26.reward_distill (chapter 12): fast, exact where the toy allows it."""
+"""Unit tests for iclr26.reward_distill (chapter 12): fast, exact where the toy
+allows it."""
+
 from __future__ import annotations
 
 import copy
@@ -9,12 +11,34 @@ import pytest
 import torch
 from nbexercise import exercise_parts
 
-from iclr26.reward_distill import (MASK, MaskedDenoiser, StateSpace, TiltedDenoiser, all_sequences,
-                                   best_of_n_reward, check_soft_optimal, ddpo_loss, distribution_stats,
-                                   exact_distribution, exact_soft_value, finetune_ddpo, finetune_vidd,
-                                   markov_chain, markov_logprob, masked_diffusion_loss, motif_reward,
-                                   posterior_mean_value, rollout_step, sample, sample_markov,
-                                   soft_optimal, soft_weights, step_logprob, tv_distance, vidd_loss)
+from iclr26.reward_distill import (
+    MASK,
+    MaskedDenoiser,
+    StateSpace,
+    TiltedDenoiser,
+    all_sequences,
+    best_of_n_reward,
+    check_soft_optimal,
+    ddpo_loss,
+    distribution_stats,
+    exact_distribution,
+    exact_soft_value,
+    finetune_ddpo,
+    finetune_vidd,
+    markov_chain,
+    markov_logprob,
+    masked_diffusion_loss,
+    motif_reward,
+    posterior_mean_value,
+    rollout_step,
+    sample,
+    sample_markov,
+    soft_optimal,
+    soft_weights,
+    step_logprob,
+    tv_distance,
+    vidd_loss,
+)
 
 
 def small_model(length=3, seed=0, hidden=16):
@@ -33,7 +57,9 @@ def naive_law(model, length):
                 state = torch.full((1, length), MASK)
                 prob = 1.0
                 for k, i in enumerate(order):
-                    prob *= 1.0 / (length - k) * model(state).softmax(-1)[0, i, x[i]].item()
+                    prob *= (
+                        1.0 / (length - k) * model(state).softmax(-1)[0, i, x[i]].item()
+                    )
                     state = state.clone()
                     state[0, i] = x[i]
                 total += prob
@@ -68,7 +94,8 @@ def test_soft_optimal_normalises_limits_and_stability():
     q = soft_optimal(p, r, 1.0)
     assert abs(q.sum().item() - 1) < 1e-12
     assert torch.allclose(q, p * r.exp() / (p * r.exp()).sum())
-    assert torch.allclose(soft_optimal(p, r, 1e6), p, atol=1e-5)  # α → ∞: the pretrained model
+    # α → ∞: the pretrained model
+    assert torch.allclose(soft_optimal(p, r, 1e6), p, atol=1e-5)
     assert soft_optimal(p, r, 1e-4)[2] > 1 - 1e-6  # α → 0: the argmax of the reward
     with pytest.raises(ValueError):
         soft_optimal(p, r, 0.0)
@@ -131,12 +158,13 @@ def test_exact_distribution_matches_all_orders_and_sampling():
     assert torch.allclose(p, naive_law(m, 3), atol=1e-7)
     assert abs(p.sum().item() - 1) < 1e-6
     x0, _ = sample(m, 20000, 3, torch.Generator().manual_seed(0))
-    emp = torch.bincount(space.index(x0), minlength=5 ** 3)[space.clean].double() / 20000
+    emp = torch.bincount(space.index(x0), minlength=5**3)[space.clean].double() / 20000
     assert tv_distance(emp, p).item() < 0.05
 
 
 class FromTable(torch.nn.Module):
-    """A 'denoiser' that looks its logits up in a table over all partial strings (for gradcheck)."""
+    """A 'denoiser' that looks its logits up in a table over all partial strings
+    (for gradcheck)."""
 
     def __init__(self, table, space):
         super().__init__()
@@ -148,11 +176,17 @@ class FromTable(torch.nn.Module):
 
 def test_exact_distribution_gradcheck_float64():
     space = StateSpace(2)
-    table = torch.randn(5 ** 2, 2, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    table = torch.randn(
+        5**2, 2, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
     f = lambda t: exact_distribution(FromTable(t, space), space)
     assert torch.autograd.gradcheck(f, (table.requires_grad_(True),), fast_mode=True)
     h = torch.randn(25, dtype=torch.float64)
-    assert torch.autograd.gradcheck(lambda t: exact_distribution(FromTable(t, space), space, potential=h), (table,), fast_mode=True)
+    assert torch.autograd.gradcheck(
+        lambda t: exact_distribution(FromTable(t, space), space, potential=h),
+        (table,),
+        fast_mode=True,
+    )
 
 
 def test_soft_value_and_soft_optimal_kernel():
@@ -165,15 +199,19 @@ def test_soft_value_and_soft_optimal_kernel():
         v = exact_soft_value(m, space, r, alpha)
         # on clean strings v = r; at the all-mask string v = α log E_p[e^{r/α}]
         assert torch.allclose(v[space.clean], r)
-        assert math.isclose(v[space.layers[0]].item(), alpha * math.log((p * torch.exp(r / alpha)).sum().item()),
-                            rel_tol=1e-6)
+        assert math.isclose(
+            v[space.layers[0]].item(),
+            alpha * math.log((p * torch.exp(r / alpha)).sum().item()),
+            rel_tol=1e-6,
+        )
         # the per-step soft-optimal kernel (an h-transform with h = v/α) composes to p*
         pk = exact_distribution(m, space, potential=v / alpha)
         assert torch.allclose(pk, soft_optimal(p, r, alpha), atol=1e-7)
 
 
 def test_weighted_mle_fixed_point_is_the_tilted_kernel():
-    """Tabular check: at one state x_t, minimising −Σ_a q(a) w(a) log π(a) over π gives π ∝ q·w."""
+    """Tabular check: at one state x_t, minimising −Σ_a q(a) w(a) log π(a) over π
+    gives π ∝ q·w."""
     torch.manual_seed(0)
     q = torch.softmax(torch.randn(4, dtype=torch.float64), 0)
     v = torch.tensor([0.0, 1.0, 2.0, 0.5], dtype=torch.float64)
@@ -182,13 +220,15 @@ def test_weighted_mle_fixed_point_is_the_tilted_kernel():
     logits = target.log().clone().requires_grad_(True)  # the claimed minimiser
     loss = -(q * torch.exp(v / alpha) * logits.log_softmax(0)).sum()
     (grad,) = torch.autograd.grad(loss, logits)
-    assert grad.abs().max() < 1e-12  # stationary, and the loss is convex in the log-probabilities
+    # stationary, and the loss is convex in the log-probabilities
+    assert grad.abs().max() < 1e-12
     worse = (logits + 0.1 * torch.randn(4, dtype=torch.float64)).detach()
     assert -(q * torch.exp(v / alpha) * worse.log_softmax(0)).sum() > loss
 
 
 def test_tilted_denoiser_is_pstar_for_a_consistent_model():
-    """If the base model's conditionals come from one joint law, the per-position tilt is p* exactly."""
+    """If the base model's conditionals come from one joint law, the per-position tilt
+    is p* exactly."""
     space = StateSpace(3)
     init, trans = markov_chain(1)
     joint = markov_logprob(all_sequences(3), init, trans).exp()
@@ -198,7 +238,8 @@ def test_tilted_denoiser_is_pstar_for_a_consistent_model():
 
         def forward(self, x_t):
             xs = all_sequences(3)
-            ok = ((x_t[:, None, :] == MASK) | (x_t[:, None, :] == xs[None])).all(-1)  # (B, 64)
+            # (B, 64)
+            ok = ((x_t[:, None, :] == MASK) | (x_t[:, None, :] == xs[None])).all(-1)
             w = ok * joint[None]
             onehot = torch.nn.functional.one_hot(xs, 4).double()  # (64, 3, 4)
             cond = torch.einsum("bn,nla->bla", w, onehot)
@@ -216,7 +257,9 @@ def test_tilted_denoiser_is_pstar_for_a_consistent_model():
 def test_soft_weights_and_vidd_loss_reference():
     v = torch.tensor([0.0, 1.0, 3.0])
     w = soft_weights(v, 0.5, normalise="batch")
-    assert torch.allclose(w.sum(), torch.tensor(3.0)) and torch.allclose(w / w[0], torch.exp(v / 0.5))
+    assert torch.allclose(w.sum(), torch.tensor(3.0)) and torch.allclose(
+        w / w[0], torch.exp(v / 0.5)
+    )
     assert torch.allclose(soft_weights(v, 0.5, normalise="none"), torch.exp(v / 0.5))
     vt = torch.tensor([0.5, 0.5, 2.0])
     assert torch.allclose(soft_weights(v, 0.5, v_state=vt), torch.exp((v - vt) / 0.5))
@@ -231,7 +274,13 @@ def test_soft_weights_and_vidd_loss_reference():
     x_t = torch.tensor([[4, 1, 4], [4, 4, 4]])
     x_s = torch.tensor([[4, 1, 0], [4, 3, 4]])
     wts = torch.tensor([0.5, 1.5])
-    ref = -(wts[0] * m(x_t).log_softmax(-1)[0, 2, 0] + wts[1] * m(x_t).log_softmax(-1)[1, 1, 3]) / 2
+    ref = (
+        -(
+            wts[0] * m(x_t).log_softmax(-1)[0, 2, 0]
+            + wts[1] * m(x_t).log_softmax(-1)[1, 1, 3]
+        )
+        / 2
+    )
     assert torch.allclose(vidd_loss(m, x_t, x_s, wts), ref)
     with pytest.raises(ValueError):
         vidd_loss(m, x_t, x_s, wts[:1])
@@ -245,7 +294,9 @@ def test_ddpo_loss_at_ratio_one_is_reinforce_in_gradient():
     with torch.no_grad():
         old = step_logprob(m, x_t, x_s)
     g1 = torch.autograd.grad(ddpo_loss(m, x_t, x_s, old, adv), list(m.parameters()))
-    g2 = torch.autograd.grad(-(adv * step_logprob(m, x_t, x_s)).mean(), list(m.parameters()))
+    g2 = torch.autograd.grad(
+        -(adv * step_logprob(m, x_t, x_s)).mean(), list(m.parameters())
+    )
     assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(g1, g2))
     with pytest.raises(ValueError):
         ddpo_loss(m, x_t, x_s, old, adv, clip=1.5)
@@ -256,16 +307,46 @@ def test_finetuners_run_count_calls_and_leave_pretrained_untouched():
     before = copy.deepcopy(pre.state_dict())
     g = torch.Generator().manual_seed(0)
     m = copy.deepcopy(pre).requires_grad_(True)
-    out = finetune_vidd(m, pre, motif_reward, updates=3, alpha=0.5, batch_size=4, refresh_every=2, generator=g)
-    assert out["reward_calls"] == [24, 48, 72]  # B·L values of x_{t-1} and B·L of x_t per update
+    out = finetune_vidd(
+        m,
+        pre,
+        motif_reward,
+        updates=3,
+        alpha=0.5,
+        batch_size=4,
+        refresh_every=2,
+        generator=g,
+    )
+    assert out["reward_calls"] == [
+        24,
+        48,
+        72,
+    ]  # B·L values of x_{t-1} and B·L of x_t per update
     assert out["samples"] == [4, 8, 12]
     m3 = copy.deepcopy(pre).requires_grad_(True)
-    out3 = finetune_vidd(m3, pre, motif_reward, updates=2, alpha=0.5, batch_size=4, normalise="none",
-                         generator=g)
-    assert out3["reward_calls"] == [12, 24]  # the official DNA loss: values of x_{t-1} only
+    out3 = finetune_vidd(
+        m3,
+        pre,
+        motif_reward,
+        updates=2,
+        alpha=0.5,
+        batch_size=4,
+        normalise="none",
+        generator=g,
+    )
+    assert out3["reward_calls"] == [
+        12,
+        24,
+    ]  # the official DNA loss: values of x_{t-1} only
     m2 = copy.deepcopy(pre).requires_grad_(True)
-    out2 = finetune_ddpo(m2, motif_reward, updates=3, batch_size=4, inner_steps=2, generator=g)
-    assert out2["reward_calls"] == [4, 4, 8]  # B calls per fresh batch, reused for 2 updates
+    out2 = finetune_ddpo(
+        m2, motif_reward, updates=3, batch_size=4, inner_steps=2, generator=g
+    )
+    assert out2["reward_calls"] == [
+        4,
+        4,
+        8,
+    ]  # B calls per fresh batch, reused for 2 updates
     assert out2["samples"] == [4, 4, 8]
     assert all(torch.equal(before[k], pre.state_dict()[k]) for k in before)
     assert not all(torch.equal(before[k], m.state_dict()[k]) for k in before)
@@ -287,9 +368,15 @@ def test_best_of_n_and_stats():
     r = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
     assert math.isclose(best_of_n_reward(p, r, 1).item(), 0.75)
     # best of 2: P(max=2) = 1 − 0.75², P(max=1) = 0.75² − 0.5²
-    assert math.isclose(best_of_n_reward(p, r, 2).item(), 2 * (1 - 0.5625) + (0.5625 - 0.25))
+    assert math.isclose(
+        best_of_n_reward(p, r, 2).item(), 2 * (1 - 0.5625) + (0.5625 - 0.25)
+    )
     s = distribution_stats(p, r, n_samples=1)
-    assert math.isclose(s["unique"], 1.0) and math.isclose(s["p_max"], 0.5) and s["n90"] == 3
+    assert (
+        math.isclose(s["unique"], 1.0)
+        and math.isclose(s["p_max"], 0.5)
+        and s["n90"] == 3
+    )
     with pytest.raises(ValueError):
         best_of_n_reward(p, r, 0)
 

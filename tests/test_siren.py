@@ -1,17 +1,19 @@
 """Unit tests of iclr26.siren (seconds)."""
+
 import numpy as np
 import pytest
 import torch
+from nbexercise import exercise_parts
 
 from iclr26 import siren as sr
 from iclr26.siren import model as M
-from nbexercise import exercise_parts
 
 
 @pytest.fixture(scope="module")
 def data():
-    return sr.make_recsys(n_items=120, n_users=60, n_topics=6, hist_min=20, hist_max=80,
-                          seed=3)
+    return sr.make_recsys(
+        n_items=120, n_users=60, n_topics=6, hist_min=20, hist_max=80, seed=3
+    )
 
 
 def test_generator_shapes_and_ranges(data):
@@ -20,16 +22,24 @@ def test_generator_shapes_and_ranges(data):
     assert all(20 <= len(h) <= 80 for h in data.hist_items)
     assert all(((r >= 1) & (r <= 5)).all() for r in data.hist_ratings)
     assert data.target_ratings.min() >= 1 and data.target_ratings.max() <= 5
-    again = sr.make_recsys(n_items=120, n_users=60, n_topics=6, hist_min=20, hist_max=80,
-                           seed=3)
+    again = sr.make_recsys(
+        n_items=120, n_users=60, n_topics=6, hist_min=20, hist_max=80, seed=3
+    )
     assert np.array_equal(again.target_ratings, data.target_ratings)
 
 
-@pytest.mark.parametrize("kw, err", [
-    (dict(n_items=1.5), TypeError), (dict(hist_min=10, hist_max=5), ValueError),
-    (dict(noise=1.5), ValueError), (dict(noise="a"), TypeError),
-    (dict(topic_words=20), ValueError), (dict(n_like=5, n_dislike=5), ValueError),
-    (dict(leak=float("nan")), ValueError)])
+@pytest.mark.parametrize(
+    "kw, err",
+    [
+        (dict(n_items=1.5), TypeError),
+        (dict(hist_min=10, hist_max=5), ValueError),
+        (dict(noise=1.5), ValueError),
+        (dict(noise="a"), TypeError),
+        (dict(topic_words=20), ValueError),
+        (dict(n_like=5, n_dislike=5), ValueError),
+        (dict(leak=float("nan")), ValueError),
+    ],
+)
 def test_generator_rejects_bad_input(kw, err):
     with pytest.raises(err):
         sr.make_recsys(**kw)
@@ -65,8 +75,16 @@ def test_sketch_bound_and_disjoint(data):
 
 
 def test_sketch_on_noise_free_user_is_the_truth():
-    d = sr.make_recsys(n_items=200, n_users=20, n_topics=6, noise=0.0, hist_min=200,
-                       hist_max=200, sigma=0.3, seed=1)
+    d = sr.make_recsys(
+        n_items=200,
+        n_users=20,
+        n_topics=6,
+        noise=0.0,
+        hist_min=200,
+        hist_max=200,
+        sigma=0.3,
+        seed=1,
+    )
     for u in range(d.n_users):
         s = sr.build_sketch(d.item_topic[d.hist_items[u]], d.hist_ratings[u], 6, L=3)
         assert set(s.liked) == set(np.flatnonzero(d.pref[u] == 1))
@@ -88,8 +106,12 @@ def test_token_counts_monotone_raw_constant_sketch(data):
     raw = sr.raw_history_tokens(data.desc_len, [10, 50, 300])
     assert (np.diff(raw) > 0).all()
     V = M.Vocab(16, 0)
-    sks = [sr.build_sketch(np.zeros(n, int) % 3 + np.arange(n) % 3,
-                           np.tile([5, 1, 3], n)[:n], 3) for n in (9, 90, 900)]
+    sks = [
+        sr.build_sketch(
+            np.zeros(n, int) % 3 + np.arange(n) % 3, np.tile([5, 1, 3], n)[:n], 3
+        )
+        for n in (9, 90, 900)
+    ]
     p = M.sketch_prompts(sks, np.zeros(3, int), V, 3)
     assert p.shape[1] == 2 * 3 + 6 and (M.count_tokens(p) <= 2 * 3 + 6).all()
 
@@ -102,7 +124,9 @@ def test_prompts_reject_bad_input():
     with pytest.raises(TypeError):
         M.sketch_prompts([s], np.array([0.5]), V, 3)
     with pytest.raises(ValueError):
-        M.history_prompts(np.zeros((2, 3), int), np.full((2, 3), 7), np.zeros(2, int), V)
+        M.history_prompts(
+            np.zeros((2, 3), int), np.full((2, 3), 7), np.zeros(2, int), V
+        )
 
 
 def test_model_shapes_and_bad_input():
@@ -145,7 +169,9 @@ def test_alignment_loss_with_lambda_zero_is_cross_entropy():
 def test_decoding_costs_and_reward():
     V = M.Vocab(4, 0)
     m = M.TinyRecTransformer(V.size, d=16, layers=1, heads=2)
-    p = M.sketch_prompts([sr.Sketch((0,), (1,))] * 3, np.array([0, 1, 2]), V, 3, end=M.COT)
+    p = M.sketch_prompts(
+        [sr.Sketch((0,), (1,))] * 3, np.array([0, 1, 2]), V, 3, end=M.COT
+    )
     cot = M.generate_cot(m, p, k=4)
     assert cot.shape == (3, 3)
     assert ((cot[:, 0] >= M.TOPIC0) & (cot[:, 0] < M.TOPIC0 + 4)).all()
@@ -159,8 +185,9 @@ def test_decoding_costs_and_reward():
     table = M.sketch_stance([sr.Sketch((0,), (1,))] * 3, 4)
     y = torch.tensor([5, 1, 3])
     ideal = M.rule_chains(torch.tensor([0, 1, 2]), table, y)
-    assert torch.allclose(M.cot_reward(ideal, y, torch.tensor([0, 1, 2]), table),
-                          torch.full((3,), 2.0))
+    assert torch.allclose(
+        M.cot_reward(ideal, y, torch.tensor([0, 1, 2]), table), torch.full((3,), 2.0)
+    )
     with pytest.raises(ValueError):
         M.cot_reward(ideal[:, :2], y, torch.tensor([0, 1, 2]), table)
 
@@ -200,7 +227,7 @@ def test_exercise_checker():
     assert ns.sr.check_sketch(lambda *a: ((), ())).status == "wrong"
 
 
-# ------------------------------------------------------------------ added after the review
+# --------------------------------------------------------------- added after the review
 def test_mae_rejects_broadcasting_empty_and_nan():
     with pytest.raises(ValueError):
         M.mae(torch.ones(4), torch.ones(4, 1) * 2)  # would broadcast to 16 pairs
@@ -217,8 +244,12 @@ def _tiny():
     V = M.Vocab(6, 0)
     m = M.TinyRecTransformer(V.size, d=16, layers=1, heads=2)
     sk = [sr.Sketch((0,), (1,))] * 3
-    return (V, m, M.sketch_prompts(sk, np.array([0, 1, 2]), V, 3),
-            M.sketch_prompts(sk, np.array([0, 1, 2]), V, 3, end=M.COT))
+    return (
+        V,
+        m,
+        M.sketch_prompts(sk, np.array([0, 1, 2]), V, 3),
+        M.sketch_prompts(sk, np.array([0, 1, 2]), V, 3, end=M.COT),
+    )
 
 
 @pytest.mark.parametrize("bad", [[6, 1, 3], [0, 1, 3]])
@@ -227,10 +258,14 @@ def test_ratings_out_of_range_rejected(bad):
     with pytest.raises(ValueError, match="1..5"):
         M.train_answer(m, pa, torch.tensor(bad), 1, 1e-3)
     with pytest.raises(ValueError, match="1..5"):
-        M.alignment_loss(torch.zeros(3, 5), torch.tensor(bad), torch.zeros(3, 2), None, 0.0)
+        M.alignment_loss(
+            torch.zeros(3, 5), torch.tensor(bad), torch.zeros(3, 2), None, 0.0
+        )
 
 
-@pytest.mark.parametrize("k, err", [(0, ValueError), (99, ValueError), (2.5, TypeError)])
+@pytest.mark.parametrize(
+    "k, err", [(0, ValueError), (99, ValueError), (2.5, TypeError)]
+)
 def test_generate_cot_k_range(k, err):
     _, m, _, pc = _tiny()
     with pytest.raises(err):
@@ -249,13 +284,23 @@ def test_empty_prompts_rejected():
 
 def test_latency_counts_tokens_and_forward_calls():
     _, m, pa, pc = _tiny()
-    a, c = M.measure_latency(m, pa[:2], "answer", 4), M.measure_latency(m, pc[:2], "cot", 4)
+    a, c = (
+        M.measure_latency(m, pa[:2], "answer", 4),
+        M.measure_latency(m, pc[:2], "cot", 4),
+    )
     assert a["generated_tokens"] == 1 and a["forward_passes"] == 1
     assert c["generated_tokens"] == 3 and c["forward_passes"] == 3
 
 
-@pytest.mark.parametrize("prior, err", [(float("inf"), ValueError), (float("nan"), ValueError),
-                                        ("a", TypeError), (-1.0, ValueError)])
+@pytest.mark.parametrize(
+    "prior, err",
+    [
+        (float("inf"), ValueError),
+        (float("nan"), ValueError),
+        ("a", TypeError),
+        (-1.0, ValueError),
+    ],
+)
 def test_topic_mean_prior_must_be_finite(data, prior, err):
     uu, items, _ = sr.user_examples(data, np.arange(3))
     with pytest.raises(err):
@@ -288,8 +333,14 @@ def test_recent_sketches_read_only_the_window(data):
     lab = data.item_topic
     rec = sr.recent_sketches(data, lab, data.n_topics, 3, K=16)
     for u in range(5):
-        want = sr.build_sketch(lab[data.hist_items[u][-16:]], data.hist_ratings[u][-16:],
-                               data.n_topics, 3, 1, 0.3)
+        want = sr.build_sketch(
+            lab[data.hist_items[u][-16:]],
+            data.hist_ratings[u][-16:],
+            data.n_topics,
+            3,
+            1,
+            0.3,
+        )
         assert rec[u] == want and len(rec[u].to_tokens()) <= 8
     with pytest.raises(ValueError):
         sr.recent_sketches(data, lab, data.n_topics, 3, K=10_000)
@@ -302,9 +353,14 @@ def test_checker_accepts_any_tie_order():
         tot = np.bincount(topics, weights=r, minlength=n_topics)
         d = np.where(c > 0, tot / np.maximum(c, 1), 0.0) - r.mean()
         z, ok = d * np.sqrt(c), c >= min_count
-        liked = tuple(int(t) for t in np.argsort(z, kind="stable")[::-1]
-                      if ok[t] and d[t] > delta)[:L]
-        dis = tuple(int(t) for t in np.argsort(-z, kind="stable")[::-1]
-                    if ok[t] and d[t] < -delta)[:L]
+        liked = tuple(
+            int(t) for t in np.argsort(z, kind="stable")[::-1] if ok[t] and d[t] > delta
+        )[:L]
+        dis = tuple(
+            int(t)
+            for t in np.argsort(-z, kind="stable")[::-1]
+            if ok[t] and d[t] < -delta
+        )[:L]
         return liked, dis
+
     assert sr.check_sketch(other_ties).status == "correct"

@@ -4,9 +4,9 @@
 
 For every chosen chapter this writes, under ``classroom/NN-slug/``:
 
-    master/NN-slug.ipynb                  the chapter in otter-grader's assignment format
-    student/NN-slug.ipynb                 what students get: solutions removed, stubs kept
-    autograder/NN-slug-autograder_*.zip   what ``otter run`` grades a submission with
+    master/NN-slug.ipynb                 the chapter in otter's assignment format
+    student/NN-slug.ipynb                what students get: no solutions, the stubs kept
+    autograder/NN-slug-autograder_*.zip  what ``otter run`` grades a submission with
 
 The conversion below only *marks up* the chapter for otter (which cells are questions,
 solutions, prompts and tests); removing the solutions, clearing outputs and building the
@@ -15,19 +15,22 @@ autograder is otter's own ``otter assign``.
 How a chapter maps onto otter's format:
 
 * every ``{exercise}`` directive becomes an otter question named by its label;
-* a coding exercise (its ``{solution}`` holds a ```python block, and a code cell tagged
-  ``exercise`` holds the stub) is autograded: the reference solution becomes the solution
-  cell, the stub its prompt (what the student sees), and every ``check_...(fn)`` call of the
-  stub cell becomes two test cases: 1 point when the function runs on the checker's inputs
-  and returns, 2 more when the checker says "correct". A failing case shows the checker's
-  hint, never the answer;
-* a written exercise (no code in its solution) is a manually graded question whose hidden
-  solution becomes otter's answer cell;
-* the chapter's Colab install cell also installs otter-grader, and an ordinary cell after it
-  starts otter's ``grader`` (otter's own init cell would run before the install cell);
-* the widget cells (tagged ``nbval-skip``) are tagged ``otter_ignore``: grading runs headless,
-  where an ``interact`` cell can hang.
+* a coding exercise (its ``{solution}`` holds a ```python block, and a code cell
+  tagged ``exercise`` holds the stub) is autograded: the reference solution becomes
+  the solution cell, the stub its prompt (what the student sees), and every
+  ``check_...(fn)`` call of the stub cell becomes two test cases: 1 point when the
+  function runs on the checker's inputs and returns, 2 more when the checker says
+  "correct".
+  A failing case shows the checker's hint, never the answer;
+* a written exercise (no code in its solution) is a manually graded question whose
+  hidden solution becomes otter's answer cell;
+* the chapter's Colab install cell also installs otter-grader, and an ordinary cell
+  after it starts otter's ``grader`` (otter's own init cell would run before the
+  install cell);
+* the widget cells (tagged ``nbval-skip``) are tagged ``otter_ignore``: grading runs
+  headless, where an ``interact`` cell can hang.
 """
+
 from __future__ import annotations
 
 import ast
@@ -46,8 +49,10 @@ QUOTE = "'" * 3  # wraps the stub in the master; stubs use """ docstrings
 
 # ```{exercise} Title / ````{solution} label ... closed by the same fence
 DIRECTIVE_RE = re.compile(
-    r"^(?P<fence>`{3,})\{(?P<kind>exercise|solution)\}(?P<arg>[^\n]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$\n?",
-    re.S | re.M)
+    r"^(?P<fence>`{3,})\{(?P<kind>exercise|solution)\}(?P<arg>[^\n]*)\n"
+    r"(?P<body>.*?)^(?P=fence)[ \t]*$\n?",
+    re.S | re.M,
+)
 LABEL_RE = re.compile(r"^:label:\s*(\S+)\s*$", re.M)
 OPTION_RE = re.compile(r"^:[a-z-]+:[^\n]*\n", re.M)
 PYTHON_RE = re.compile(r"^```python\n(.*?)^```[ \t]*$", re.S | re.M)
@@ -70,46 +75,59 @@ def _tags(cell) -> list[str]:
 
 
 def split_stub(source: str) -> tuple[str, list[str]]:
-    """The stub cell's definitions, and the expressions of its trailing ``print(check(fn))``
-    lines (``check(fn)`` itself), which become the question's tests."""
+    """The stub cell's definitions, and the expressions of its trailing
+    ``print(check(fn))`` lines (``check(fn)`` itself), which become the
+    question's tests."""
     tree = ast.parse(source)
     checks, body = [], list(tree.body)
     while body and isinstance(body[-1], ast.Expr):
         call = body.pop().value
-        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == "print" and call.args:
+        if (
+            isinstance(call, ast.Call)
+            and getattr(call.func, "id", "") == "print"
+            and call.args
+        ):
             call = call.args[0]
         checks.insert(0, ast.get_source_segment(source, call))
     if not checks or not body:
-        raise ValueError("an exercise cell must define the student's function(s), then call "
-                         "the chapter's check function on them")
+        raise ValueError(
+            "an exercise cell must define the student's function(s), then call "
+            "the chapter's check function on them"
+        )
     end = body[-1].end_lineno
     return "\n".join(source.splitlines()[:end]).rstrip() + "\n", checks
 
 
 def _test_cells(name: str, check: str) -> list[nbformat.NotebookNode]:
     """Two otter test cases for one ``check_...(fn)`` call: it runs; it is correct."""
-    runs = (f'""" # BEGIN TEST CONFIG\npoints: {RUNS_POINTS}\n'
-            f'success_message: "{name}: your function runs on the checker\'s inputs"\n'
-            f'""" # END TEST CONFIG\n'
-            f"_verdict = {check}\n"
-            "assert _verdict.status != 'not done yet', str(_verdict)\n"
-            "assert not _verdict.crashed, str(_verdict)")
-    correct = (f'""" # BEGIN TEST CONFIG\npoints: {CORRECT_POINTS}\n'
-               f'success_message: "{name}: correct"\n'
-               f'""" # END TEST CONFIG\n'
-               f"_verdict = {check}\n"
-               "assert _verdict.status == 'correct', str(_verdict)")
+    runs = (
+        f'""" # BEGIN TEST CONFIG\npoints: {RUNS_POINTS}\n'
+        f'success_message: "{name}: your function runs on the checker\'s inputs"\n'
+        f'""" # END TEST CONFIG\n'
+        f"_verdict = {check}\n"
+        "assert _verdict.status != 'not done yet', str(_verdict)\n"
+        "assert not _verdict.crashed, str(_verdict)"
+    )
+    correct = (
+        f'""" # BEGIN TEST CONFIG\npoints: {CORRECT_POINTS}\n'
+        f'success_message: "{name}: correct"\n'
+        f'""" # END TEST CONFIG\n'
+        f"_verdict = {check}\n"
+        "assert _verdict.status == 'correct', str(_verdict)"
+    )
     return [_code(runs), _code(correct)]
 
 
 def _question(label: str, points: int | None, manual: bool) -> nbformat.NotebookNode:
-    """Otter's question header; an autograded question takes its points from its tests."""
+    """Otter's question header; an autograded question takes its points from
+    its tests."""
     head = f"# BEGIN QUESTION\nname: {label}\nmanual: {'true' if manual else 'false'}"
     return _raw(head + (f"\npoints: {points}" if points is not None else ""))
 
 
 def _exercises(nb, name: str) -> dict[str, dict]:
-    """label -> {"exercise": directive text, "answer": solution body, "code": reference or ""}."""
+    """label -> {"exercise": directive text, "answer": solution body, "code":
+    reference or ""}."""
     found: dict[str, dict] = {}
     for cell in nb.cells:
         if cell.cell_type != "markdown":
@@ -119,11 +137,17 @@ def _exercises(nb, name: str) -> dict[str, dict]:
                 label = LABEL_RE.search(m.group("body"))
                 if not label:
                     raise ValueError(f"{name}: an exercise without a :label:")
-                found[label.group(1)] = {"exercise": m.group(0).strip(), "answer": "", "code": ""}
+                found[label.group(1)] = {
+                    "exercise": m.group(0).strip(),
+                    "answer": "",
+                    "code": "",
+                }
             else:
                 label = m.group("arg").strip()
                 if label not in found:
-                    raise ValueError(f"{name}: solution {label!r} comes before its exercise")
+                    raise ValueError(
+                        f"{name}: solution {label!r} comes before its exercise"
+                    )
                 found[label]["answer"] = OPTION_RE.sub("", m.group("body")).strip()
                 found[label]["code"] = "\n".join(PYTHON_RE.findall(m.group("body")))
     return found
@@ -134,21 +158,31 @@ def master_notebook(chapter_path: Path) -> nbformat.NotebookNode:
     nb = nbformat.read(chapter_path, as_version=4)
     name = chapter_path.stem
     exercises = _exercises(nb, name)
-    stubs = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and "exercise" in _tags(c)]
+    stubs = [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and "exercise" in _tags(c)
+    ]
     coding = [label for label, e in exercises.items() if e["code"]]
     if len(coding) != len(stubs):
-        raise ValueError(f"{name}: {len(coding)} coding exercises but {len(stubs)} exercise cells")
+        raise ValueError(
+            f"{name}: {len(coding)} coding exercises but {len(stubs)} exercise cells"
+        )
     stub_of = dict(zip(coding, stubs))
-    cells = [_raw("# ASSIGNMENT CONFIG\n"
-                  f"name: {name}\n"
-                  "init_cell: false\n"        # ours follows the install cell, see below
-                  "check_all_cell: false\n"
-                  "export_cell: false\n"
-                  "run_tests: false\n"        # the book's tests run every chapter already
-                  "solutions_pdf: false\n"
-                  "template_pdf: false\n"
-                  "show_question_points: true\n"
-                  "tests:\n  files: true\n")]
+    cells = [
+        _raw(
+            "# ASSIGNMENT CONFIG\n"
+            f"name: {name}\n"
+            "init_cell: false\n"  # ours follows the install cell, see below
+            "check_all_cell: false\n"
+            "export_cell: false\n"
+            "run_tests: false\n"  # the book's tests run every chapter already
+            "solutions_pdf: false\n"
+            "template_pdf: false\n"
+            "show_question_points: true\n"
+            "tests:\n  files: true\n"
+        )
+    ]
     installed = False
     for index, cell in enumerate(nb.cells):
         if cell.cell_type == "code":
@@ -161,11 +195,19 @@ def master_notebook(chapter_path: Path) -> nbformat.NotebookNode:
                 continue  # moved into its question, below
             if not installed and "google.colab" in cell.source:
                 cell.source = cell.source.rstrip() + (
-                    '\n    subprocess.run([sys.executable, "-m", "pip", "install", "-q",'
-                    f' "otter-grader=={OTTER_VERSION}"], check=True)  # the classroom kit')
-                cells += [cell, _code(f"import otter  # the grader: grader.check(\"ex-...\") "
-                                      f"runs one question's tests\n"
-                                      f'grader = otter.Notebook("{name}.ipynb")')]
+                    '\n    subprocess.run([sys.executable, "-m", "pip", "install", '
+                    '"-q",'
+                    f' "otter-grader=={OTTER_VERSION}"], check=True)  # the classroom '
+                    "kit"
+                )
+                cells += [
+                    cell,
+                    _code(
+                        f'import otter  # the grader: grader.check("ex-...") '
+                        f"runs one question's tests\n"
+                        f'grader = otter.Notebook("{name}.ipynb")'
+                    ),
+                ]
                 installed = True
                 continue
         if cell.cell_type != "markdown" or not DIRECTIVE_RE.search(cell.source):
@@ -174,7 +216,7 @@ def master_notebook(chapter_path: Path) -> nbformat.NotebookNode:
         # A markdown cell holding exercises or solutions: split it at each directive.
         text, pos = cell.source, 0
         for m in DIRECTIVE_RE.finditer(text):
-            before = text[pos:m.start()].strip()
+            before = text[pos : m.start()].strip()
             if before:
                 cells.append(_markdown(before))
             pos = m.end()
@@ -183,27 +225,48 @@ def master_notebook(chapter_path: Path) -> nbformat.NotebookNode:
             label = LABEL_RE.search(m.group("body")).group(1)
             e = exercises[label]
             if not e["code"]:  # written: graded by hand
-                cells += [_question(label, WRITTEN_POINTS, manual=True), _markdown(e["exercise"]),
-                          _raw("# BEGIN SOLUTION"), _markdown(e["answer"] or "(no solution given)"),
-                          _raw("# END SOLUTION"), _raw("# END QUESTION")]
+                cells += [
+                    _question(label, WRITTEN_POINTS, manual=True),
+                    _markdown(e["exercise"]),
+                    _raw("# BEGIN SOLUTION"),
+                    _markdown(e["answer"] or "(no solution given)"),
+                    _raw("# END SOLUTION"),
+                    _raw("# END QUESTION"),
+                ]
                 continue
             stub = stub_of[label]
-            if stub < index or any(c.cell_type == "code" for c in nb.cells[index + 1:stub]):
-                raise ValueError(f"{name}: the exercise cell of {label} must follow its exercise "
-                                 "with no other code cell between")
+            if stub < index or any(
+                c.cell_type == "code" for c in nb.cells[index + 1 : stub]
+            ):
+                raise ValueError(
+                    f"{name}: the exercise cell of {label} must follow its exercise "
+                    "with no other code cell between"
+                )
             definitions, checks = split_stub(nb.cells[stub].source)
             if QUOTE in definitions:
-                raise ValueError(f"{name}: the stub of {label} must not contain {QUOTE}")
-            cells += [_question(label, None, manual=False), _markdown(e["exercise"]),
-                      _raw("# BEGIN SOLUTION"),
-                      # the reference, shown only in the master; the stub, shown to students
-                      # (in the master, a string that does nothing)
-                      _code("# BEGIN SOLUTION NO PROMPT\n" + e["code"].rstrip()
-                            + "\n# END SOLUTION\n" + QUOTE + " # BEGIN PROMPT\n" + definitions
-                            + QUOTE + " # END PROMPT"),
-                      _raw("# END SOLUTION"),
-                      _code("\n".join(f"print({c})" for c in checks)),
-                      _raw("# BEGIN TESTS")]
+                raise ValueError(
+                    f"{name}: the stub of {label} must not contain {QUOTE}"
+                )
+            cells += [
+                _question(label, None, manual=False),
+                _markdown(e["exercise"]),
+                _raw("# BEGIN SOLUTION"),
+                # the reference, shown only in the master; the stub, shown to students
+                # (in the master, a string that does nothing)
+                _code(
+                    "# BEGIN SOLUTION NO PROMPT\n"
+                    + e["code"].rstrip()
+                    + "\n# END SOLUTION\n"
+                    + QUOTE
+                    + " # BEGIN PROMPT\n"
+                    + definitions
+                    + QUOTE
+                    + " # END PROMPT"
+                ),
+                _raw("# END SOLUTION"),
+                _code("\n".join(f"print({c})" for c in checks)),
+                _raw("# BEGIN TESTS"),
+            ]
             for check in checks:
                 cells += _test_cells(label, check)
             cells += [_raw("# END TESTS"), _raw("# END QUESTION")]
@@ -217,8 +280,8 @@ def master_notebook(chapter_path: Path) -> nbformat.NotebookNode:
 
 
 def assign(chapter_path: Path, out: Path, python: str = sys.executable) -> Path:
-    """Write ``out/NN-slug/{master.ipynb, student/, autograder/}`` with ``otter assign``;
-    return the chapter's folder."""
+    """Write ``out/NN-slug/{master.ipynb, student/, autograder/}`` with
+    ``otter assign``; return the chapter's folder."""
     folder = (out / chapter_path.stem).resolve()
     if folder.exists():
         shutil.rmtree(folder)
@@ -226,9 +289,21 @@ def assign(chapter_path: Path, out: Path, python: str = sys.executable) -> Path:
     (folder / "master").mkdir()
     master = folder / "master" / chapter_path.name
     nbformat.write(master_notebook(chapter_path), master)
-    subprocess.run([python, "-m", "otter", "assign", "--no-pdfs", "--no-run-tests",
-                    str(master), str(folder)],
-                   check=True, cwd=folder, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            python,
+            "-m",
+            "otter",
+            "assign",
+            "--no-pdfs",
+            "--no-run-tests",
+            str(master),
+            str(folder),
+        ],
+        check=True,
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+    )
     return folder
 
 
@@ -244,7 +319,9 @@ def question_points(folder: Path) -> dict[str, float]:
     points: dict[str, float] = {}
     for test in sorted((folder / "autograder" / "tests").glob("*.py")):
         text = test.read_text()
-        points[test.stem] = sum(float(p) for p in re.findall(r"'points': ([0-9.]+)", text))
+        points[test.stem] = sum(
+            float(p) for p in re.findall(r"'points': ([0-9.]+)", text)
+        )
     return points
 
 
@@ -254,26 +331,32 @@ MINUTES = {"coding": 30, "experiment": 30, "derivation": 20, "conceptual": 10}  
 
 
 def exercise_kind(exercise: dict) -> str:
-    """coding (its solution holds code, autograded), experiment (it asks to train, plot or
-    measure: open-ended code, graded by hand), derivation (it asks to show, derive, prove or
-    compute) or conceptual (it asks to explain)."""
+    """coding (its solution holds code, autograded), experiment (it asks to train, plot
+    or measure: open-ended code, graded by hand), derivation (it asks to show, derive,
+    prove or compute) or conceptual (it asks to explain)."""
     if exercise["code"]:
         return "coding"
     statement = DIRECTIVE_RE.match(exercise["exercise"] + "\n").group("body").lower()
     if any(w in statement for w in EXPERIMENT_WORDS):
         return "experiment"
-    return "derivation" if any(w in statement for w in DERIVATION_WORDS) else "conceptual"
+    return (
+        "derivation" if any(w in statement for w in DERIVATION_WORDS) else "conceptual"
+    )
 
 
 def exercise_table(chapter_paths: list[Path]) -> str:
-    """The instructor page's table: every exercise of every chapter, its kind and rough time."""
+    """The instructor page's table: every exercise of every chapter, its kind and
+    rough time."""
     rows = ["| chapter | exercise | label | kind | about |", "|---|---|---|---|---|"]
     for path in chapter_paths:
         nb = nbformat.read(path, as_version=4)
         for label, e in _exercises(nb, path.stem).items():
             title = DIRECTIVE_RE.match(e["exercise"] + "\n").group("arg").strip()
             kind = exercise_kind(e)
-            rows.append(f"| {path.stem[:2]} | {title} | `{label}` | {kind} | {MINUTES[kind]} min |")
+            rows.append(
+                f"| {path.stem[:2]} | {title} | `{label}` | {kind} | {MINUTES[kind]} "
+                "min |"
+            )
     return "\n".join(rows)
 
 

@@ -1,36 +1,41 @@
 """Claim checks: what a chapter asserts, fixed before it runs, recorded as it runs.
 
-A chapter declares its claims *before* it runs anything: what is claimed, what number this
-chapter measures, the threshold that number must pass, and -- for a claim of the paper -- the
-control: the same experiment with the mechanism the claim credits removed, which must *not*
-pass. Declaring all of it up front is what makes a check honest: the threshold is fixed before
-the measurement exists, and it can fail in two ways (the method misses it, or the control meets
-it too, in which case the threshold tests nothing).
+A chapter declares its claims *before* it runs anything: what is claimed, what number
+this chapter measures, the threshold that number must pass, and -- for a claim of the
+paper -- the control: the same experiment with the mechanism the claim credits removed,
+which must *not* pass. Declaring all of it up front is what makes a check honest: the
+threshold is fixed before the measurement exists, and it can fail in two ways (the
+method misses it, or the control meets it too, in which case the threshold
+tests nothing).
 
     CLAIMS = [
         Claim("rank1", "depth 3 converges to rank 1", measure="median effective rank",
               op="<", threshold=1.2, role="paper", kind="analogue",
               control="the same runs at depth 2"),
-        Claim("grad", "closed-form gradients equal autograd's", measure="max abs difference",
-              op="<", threshold=1e-9, role="check"),
+        Claim("grad", "closed-form gradients equal autograd's",
+              measure="max abs difference", op="<", threshold=1e-9, role="check"),
     ]
     log = ClaimLog("01-deep-mf", CLAIMS, scale=SCALE, seed=SEED)
-    ...                                                   # experiments
-    log.check("rank1", erank_depth3, control=erank_depth2)  # raises AssertionError if it fails
+    ...  # experiments
+    # raises AssertionError if it fails
+    log.check("rank1", erank_depth3, control=erank_depth2)
     log.check("grad", max_diff)
-    log.finish()                                          # records the chapter's run time
+    log.finish()  # records the chapter's run time
 
 Two roles, never mixed up in a count:
 
-* ``role="paper"`` -- a *paper claim*: something the paper asserts, in its terms. Only these
-  count as reproductions in the scorecard.
-* ``role="check"`` -- a *check*: a derivation against autograd, an identity, an invariant, an
-  accounting (bits sent, bytes of state) that the chapter verifies about itself.
+* ``role="paper"`` -- a *paper claim*: something the paper asserts, in its terms.
+  Only these count as reproductions in the scorecard.
+* ``role="check"`` -- a *check*: a derivation against autograd, an identity, an
+  invariant, an accounting (bits sent, bytes of state) that the chapter verifies
+  about itself.
 
-Each check writes ``results/<chapter>.<scale>.json`` at once, so a notebook that dies half way
-leaves its remaining claims marked "not run", never "held". :mod:`iclr26.scorecard` turns these
-files, and the committed seed sweeps, into the book's scorecard.
+Each check writes ``results/<chapter>.<scale>.json`` at once, so a notebook that dies
+half way leaves its remaining claims marked "not run", never "held".
+:mod:`iclr26.scorecard` turns these files, and the committed seed sweeps, into the
+book's scorecard.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,13 +48,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-OPS = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-       ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+OPS = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
 ROLES = ("paper", "check")
 KINDS = ("faithful", "analogue")
 NOTEBOOK_RE = re.compile(r"notebooks/(\d\d-[a-z0-9-]+)")
-# The seed sweep sets this to "0" so that a run records every claim at every seed instead of
-# stopping at the first failure; a reader's run and CI leave it unset, so failures raise.
+# The seed sweep sets this to "0" so that a run records every claim at every seed
+# instead of stopping at the first failure; a reader's run and CI leave it unset, so
+# failures raise.
 RAISE_ENV = "ICLR26_CLAIMS_RAISE"
 
 
@@ -58,28 +68,31 @@ class Claim:
     """One claim, as a chapter tests it.
 
     id: short name used by :meth:`ClaimLog.check` (letters, digits, ``-``, ``_``).
-    text: the claim in one line, in the paper's terms (or, for a check, what is verified).
+    text: the claim in one line, in the paper's terms (or, for a check, what
+        is verified).
     measure: what number this chapter measures to test it.
-    op, threshold: the measured value passes when ``measured <op> threshold``; fixed before
-        the run.
+    op, threshold: the measured value passes when ``measured <op> threshold``; fixed
+        before the run.
     kind: ``"faithful"`` (same mechanism, comparable setting) or ``"analogue"`` (same
         mechanism, smaller or synthetic setting). Required for a paper claim.
     role: ``"paper"`` (a claim of the paper) or ``"check"`` (a derivation, identity,
         invariant or accounting the chapter verifies about itself). Required.
-    control: for a paper claim, the control experiment in a few words -- the same measure
-        with the mechanism the claim credits removed ("depth 2 instead of 3", "shuffled
-        labels"). Its value is passed to :meth:`ClaimLog.check`, and the claim holds only when
-        the method passes the threshold **and the control does not**.
+    control: for a paper claim, the control experiment in a few words -- the same
+        measure with the mechanism the claim credits removed ("depth 2 instead of 3",
+        "shuffled labels"). Its value is passed to :meth:`ClaimLog.check`, and the claim
+        holds only when the method passes the threshold **and the control does not**.
     no_control: where no meaningful control exists (a theorem's closed form, say), one
-        sentence saying why. An asserted paper claim needs exactly one of ``control`` and
-        ``no_control``.
-    paper: the paper's own figure for this claim where the paper gives one, else ``"—"``.
-    paper_setting, our_setting: where the paper measured it, and where this chapter does.
-    asserted: ``True`` (the default): a failing check raises and fails the chapter. ``False``
-        declares, before the run, a claim the chapter *reports* without asserting -- one that
-        does not hold reliably at this scale (seed-dependent, or reversed). Its result still
-        goes to the scorecard, with its pass rate over the seed sweep, so a claim that did not
-        carry over is shown rather than dropped.
+        sentence saying why. An asserted paper claim needs exactly one of ``control``
+        and ``no_control``.
+    paper: the paper's own figure for this claim where the paper gives one,
+        else ``"—"``.
+    paper_setting, our_setting: where the paper measured it, and where this
+        chapter does.
+    asserted: ``True`` (the default): a failing check raises and fails the chapter.
+        ``False`` declares, before the run, a claim the chapter *reports* without
+        asserting -- one that does not hold reliably at this scale (seed-dependent, or
+        reversed). Its result still goes to the scorecard, with its pass rate over the
+        seed sweep, so a claim that did not carry over is shown rather than dropped.
     """
 
     id: str
@@ -99,51 +112,89 @@ class Claim:
     def __post_init__(self):
         name = f"claim {self.id!r}"
         if not isinstance(self.id, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", self.id):
-            raise ValueError(f"claim id must be letters, digits, '-' or '_', got {self.id!r}")
+            raise ValueError(
+                f"claim id must be letters, digits, '-' or '_', got {self.id!r}"
+            )
         if self.op not in OPS:
             raise ValueError(f"{name}: op must be one of {list(OPS)}, got {self.op!r}")
         if hasattr(self.threshold, "item") and getattr(self.threshold, "ndim", 1) == 0:
-            object.__setattr__(self, "threshold", self.threshold.item())  # a NumPy scalar
-        if (isinstance(self.threshold, bool) or not isinstance(self.threshold, (int, float))
-                or not math.isfinite(self.threshold)):
-            raise TypeError(f"{name}: threshold must be a finite int or float, got "
-                            f"{self.threshold!r} ({type(self.threshold).__name__})")
+            # a NumPy scalar
+            object.__setattr__(self, "threshold", self.threshold.item())
+        if (
+            isinstance(self.threshold, bool)
+            or not isinstance(self.threshold, (int, float))
+            or not math.isfinite(self.threshold)
+        ):
+            raise TypeError(
+                f"{name}: threshold must be a finite int or float, got "
+                f"{self.threshold!r} ({type(self.threshold).__name__})"
+            )
         if self.role not in ROLES:
-            raise ValueError(f"{name}: role must be 'paper' (a claim of the paper) or 'check' "
-                             f"(a derivation, identity, invariant or accounting), got {self.role!r}")
-        if self.role == "paper" and self.kind not in KINDS:
-            raise ValueError(f"{name}: a paper claim's kind must be one of {list(KINDS)}, "
-                             f"got {self.kind!r}")
-        if self.role == "check" and self.kind not in (None, *KINDS):
-            raise ValueError(f"{name}: kind must be None or one of {list(KINDS)}, got {self.kind!r}")
-        for field in ("control", "no_control", "text", "measure", "paper", "paper_setting",
-                      "our_setting"):
-            if not isinstance(getattr(self, field), str):
-                raise TypeError(f"{name}: {field} must be a str, got "
-                                f"{type(getattr(self, field)).__name__}")
-        if not isinstance(self.asserted, bool):
-            raise TypeError(f"{name}: asserted must be True or False, got {self.asserted!r}")
-        if self.control.strip() and self.no_control.strip():
-            raise ValueError(f"{name}: give a control or a reason for having none "
-                             "(no_control), not both")
-        if self.role == "check" and self.no_control.strip():
-            raise ValueError(f"{name}: no_control is for paper claims; a check needs no control")
-        if (self.role == "paper" and self.asserted
-                and not (self.control.strip() or self.no_control.strip())):
             raise ValueError(
-                f"{name}: an asserted paper claim needs a control (the same measure with the "
+                f"{name}: role must be 'paper' (a claim of the paper) or 'check' "
+                f"(a derivation, identity, invariant or accounting), got {self.role!r}"
+            )
+        if self.role == "paper" and self.kind not in KINDS:
+            raise ValueError(
+                f"{name}: a paper claim's kind must be one of {list(KINDS)}, "
+                f"got {self.kind!r}"
+            )
+        if self.role == "check" and self.kind not in (None, *KINDS):
+            raise ValueError(
+                f"{name}: kind must be None or one of {list(KINDS)}, got {self.kind!r}"
+            )
+        for field in (
+            "control",
+            "no_control",
+            "text",
+            "measure",
+            "paper",
+            "paper_setting",
+            "our_setting",
+        ):
+            if not isinstance(getattr(self, field), str):
+                raise TypeError(
+                    f"{name}: {field} must be a str, got "
+                    f"{type(getattr(self, field)).__name__}"
+                )
+        if not isinstance(self.asserted, bool):
+            raise TypeError(
+                f"{name}: asserted must be True or False, got {self.asserted!r}"
+            )
+        if self.control.strip() and self.no_control.strip():
+            raise ValueError(
+                f"{name}: give a control or a reason for having none "
+                "(no_control), not both"
+            )
+        if self.role == "check" and self.no_control.strip():
+            raise ValueError(
+                f"{name}: no_control is for paper claims; a check needs no control"
+            )
+        if (
+            self.role == "paper"
+            and self.asserted
+            and not (self.control.strip() or self.no_control.strip())
+        ):
+            raise ValueError(
+                f"{name}: an asserted paper claim needs a control (the same measure "
+                "with the "
                 "mechanism removed, which must fail the threshold) or, where none is "
-                "meaningful, one sentence saying why (no_control=...)")
+                "meaningful, one sentence saying why (no_control=...)"
+            )
 
     def passes(self, value: float | None) -> bool:
         """Whether ``value`` meets this claim's threshold (NaN and None never do)."""
-        return value is not None and not math.isnan(value) and bool(OPS[self.op](value, self.threshold))
+        return (
+            value is not None
+            and not math.isnan(value)
+            and bool(OPS[self.op](value, self.threshold))
+        )
 
 
 def find_results_dir(start: str | Path | None = None) -> Path:
-    """Where results go: ``$ICLR26_RESULTS_DIR`` if set, else ``results/`` at the book's root
-    (the first folder at or above ``start``, default the working directory, that holds
-    ``_toc.yml``), else ``./iclr26-results`` (e.g. in Colab, outside a clone)."""
+    """Where results go: ``$ICLR26_RESULTS_DIR`` if set, else ``results/`` at the book's
+    root (the first folder at or above ``start``, default the working directory, that
+    holds ``_toc.yml``), else ``./iclr26-results`` (e.g. in Colab, outside a clone)."""
     if os.environ.get("ICLR26_RESULTS_DIR"):
         return Path(os.environ["ICLR26_RESULTS_DIR"])
     here = Path(start or Path.cwd()).resolve()
@@ -154,21 +205,27 @@ def find_results_dir(start: str | Path | None = None) -> Path:
 
 
 def _as_number(measured, what: str = "measured") -> float:
-    if hasattr(measured, "item") and getattr(measured, "ndim", 0) == 0:  # 0-d tensor or array
+    if (
+        hasattr(measured, "item") and getattr(measured, "ndim", 0) == 0
+    ):  # 0-d tensor or array
         measured = measured.item()
     if isinstance(measured, bool) or not isinstance(measured, (int, float)):
-        raise TypeError(f"{what} must be a real number (or a 0-d tensor/array), "
-                        f"got {type(measured).__name__}")
+        raise TypeError(
+            f"{what} must be a real number (or a 0-d tensor/array), "
+            f"got {type(measured).__name__}"
+        )
     return float(measured)
 
 
 def cell(text: str) -> str:
-    """Text made safe for a Markdown table cell: a literal '|' (as in |x|) would split the cell."""
+    """Text made safe for a Markdown table cell: a literal '|' (as in |x|) would split
+    the cell."""
     return str(text).replace("|", "\\|")
 
 
 def fmt(x: float | None) -> str:
-    """A number as the tables show it: 3 significant digits, scientific outside [1e-3, 1e4)."""
+    """A number as the tables show it: 3 significant digits, scientific outside
+    [1e-3, 1e4)."""
     if x is None:
         return "—"
     if x == 0 or 1e-3 <= abs(x) < 1e4 or not math.isfinite(x):
@@ -193,7 +250,8 @@ def verdict(result: dict | None, asserted: bool = True) -> str:
 
 
 class Checked(float):
-    """The measured value a check returns: a float that shows, in a notebook, how its claim fared."""
+    """The measured value a check returns: a float that shows, in a notebook, how its
+    claim fared."""
 
     def __new__(cls, value: float, line: str):
         obj = super().__new__(cls, value)
@@ -207,25 +265,39 @@ class Checked(float):
 
 
 class ClaimLog:
-    """The claims of one chapter run at one scale and seed, recorded as they are checked.
+    """The claims of one chapter run at one scale and seed, recorded as they
+    are checked.
 
     Creating it writes every declared claim as "not run"; :meth:`check` fills one in;
     :meth:`finish` adds the run time. The file is rewritten whole after every change.
-    ``raise_failures`` (default: true unless ``$ICLR26_CLAIMS_RAISE`` is ``"0"``, as the seed
-    sweep sets it) says whether a failed asserted claim raises.
+    ``raise_failures`` (default: true unless ``$ICLR26_CLAIMS_RAISE`` is ``"0"``, as the
+    seed sweep sets it) says whether a failed asserted claim raises.
     """
 
-    def __init__(self, chapter: str, claims: Sequence[Claim], scale: str, seed: int,
-                 results_dir: str | Path | None = None, raise_failures: bool | None = None):
-        if not isinstance(chapter, str) or not re.fullmatch(r"\d\d-[a-z0-9-]+", chapter):
-            raise ValueError(f"chapter must look like 'NN-slug' (e.g. '01-deep-mf'), got {chapter!r}")
+    def __init__(
+        self,
+        chapter: str,
+        claims: Sequence[Claim],
+        scale: str,
+        seed: int,
+        results_dir: str | Path | None = None,
+        raise_failures: bool | None = None,
+    ):
+        if not isinstance(chapter, str) or not re.fullmatch(
+            r"\d\d-[a-z0-9-]+", chapter
+        ):
+            raise ValueError(
+                f"chapter must look like 'NN-slug' (e.g. '01-deep-mf'), got {chapter!r}"
+            )
         if not claims or not all(isinstance(c, Claim) for c in claims):
             raise TypeError("claims must be a non-empty sequence of Claim")
         ids = [c.id for c in claims]
         if len(set(ids)) != len(ids):
             raise ValueError(f"claim ids must be unique, got {ids}")
         if not isinstance(scale, str) or not scale:
-            raise ValueError(f"scale must be a non-empty str such as 'ci' or 'full', got {scale!r}")
+            raise ValueError(
+                f"scale must be a non-empty str such as 'ci' or 'full', got {scale!r}"
+            )
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {seed!r}")
         self.chapter, self.scale, self.seed = chapter, scale, seed
@@ -242,53 +314,70 @@ class ClaimLog:
         self._write()
 
     def check(self, claim_id: str, measured, control=None) -> float:
-        """Record ``measured`` (and the control's value, for a claim declared with a control)
-        for claim ``claim_id``; raise ``AssertionError`` if the claim fails -- the measured
-        value misses the threshold, or the control meets it too -- unless the claim was
-        declared ``asserted=False`` (reported only).
+        """Record ``measured`` (and the control's value, for a claim declared with a
+        control) for claim ``claim_id``; raise ``AssertionError`` if the claim fails --
+        the measured value misses the threshold, or the control meets it too -- unless
+        the claim was declared ``asserted=False`` (reported only).
 
-        Returns the measured value as a float (a :class:`Checked`, which a notebook shows as
-        one line: the claim, the value, the control, the threshold and the verdict). The record
-        is written before the assertion is raised, so a failed claim shows as failed.
+        Returns the measured value as a float (a :class:`Checked`, which a notebook
+        shows as one line: the claim, the value, the control, the threshold and the
+        verdict). The record is written before the assertion is raised, so a failed
+        claim shows as failed.
         """
         if claim_id not in self.claims:
             raise KeyError(f"unknown claim {claim_id!r}; declared: {list(self.claims)}")
         claim = self.claims[claim_id]
         value = _as_number(measured)
         if claim.control.strip() and control is None:
-            raise TypeError(f"claim {claim_id!r} declares a control ({claim.control}); pass its "
-                            f"measured value: log.check({claim_id!r}, value, control=...)")
+            raise TypeError(
+                f"claim {claim_id!r} declares a control ({claim.control}); pass its "
+                f"measured value: log.check({claim_id!r}, value, control=...)"
+            )
         if not claim.control.strip() and control is not None:
-            raise TypeError(f"claim {claim_id!r} declares no control; declare one in its "
-                            "Claim(control=...) before passing a control value")
+            raise TypeError(
+                f"claim {claim_id!r} declares no control; declare one in its "
+                "Claim(control=...) before passing a control value"
+            )
         control_value = None if control is None else _as_number(control, "control")
         measured_passes = claim.passes(value)
         control_passes = claim.passes(control_value)
-        # A NaN control was not measured (a placeholder, a broken run): it backs nothing, so
-        # the claim cannot hold on it. (An infinite control, e.g. a diverged loss, is a value.)
+        # A NaN control was not measured (a placeholder, a broken run): it backs
+        # nothing, so the claim cannot hold on it. (An infinite control, e.g. a diverged
+        # loss, is a value.)
         control_invalid = control_value is not None and math.isnan(control_value)
         held = measured_passes and not control_passes and not control_invalid
         self.results[claim_id] = {
-            "measured": value, "control_measured": control_value,
+            "measured": value,
+            "control_measured": control_value,
             "measured_passes": measured_passes,
             "control_passes": None if control_value is None else control_passes,
-            "held": held, "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "held": held,
+            "checked_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         self._write()
         needed = f"needed {claim.op} {fmt(claim.threshold)}"
         if not held and claim.asserted and self.raise_failures:
             where = f"({self.chapter}, SCALE={self.scale!r}, SEED={self.seed})"
             if control_invalid:
-                raise AssertionError(f"claim {claim_id!r} did not hold: its control "
-                                     f"({claim.control}) is NaN, so nothing was compared {where}")
+                raise AssertionError(
+                    f"claim {claim_id!r} did not hold: its control "
+                    f"({claim.control}) is NaN, so nothing was compared {where}"
+                )
             if not measured_passes:
-                raise AssertionError(f"claim {claim_id!r} did not hold: {claim.measure} = "
-                                     f"{fmt(value)}, {needed} {where}")
-            raise AssertionError(f"claim {claim_id!r} did not hold: the control ({claim.control}) "
-                                 f"passes too, {fmt(control_value)} {claim.op} "
-                                 f"{fmt(claim.threshold)}, so the threshold does not discriminate "
-                                 f"the method from it {where}")
-        line = f"{verdict(self.results[claim_id], claim.asserted)} · {claim_id}: {claim.measure} = {fmt(value)}"
+                raise AssertionError(
+                    f"claim {claim_id!r} did not hold: {claim.measure} = "
+                    f"{fmt(value)}, {needed} {where}"
+                )
+            raise AssertionError(
+                f"claim {claim_id!r} did not hold: the control ({claim.control}) "
+                f"passes too, {fmt(control_value)} {claim.op} "
+                f"{fmt(claim.threshold)}, so the threshold does not discriminate "
+                f"the method from it {where}"
+            )
+        line = (
+            f"{verdict(self.results[claim_id], claim.asserted)} · {claim_id}: "
+            f"{claim.measure} = {fmt(value)}"
+        )
         if control_value is not None:
             line += f"; control ({claim.control}) = {fmt(control_value)}"
         line += f" (passes if {claim.op} {fmt(claim.threshold)}"
@@ -296,7 +385,8 @@ class ClaimLog:
         return Checked(value, line)
 
     def finish(self) -> float:
-        """Record and return the seconds since this log was created (the chapter's run time)."""
+        """Record and return the seconds since this log was created (the chapter's
+        run time)."""
         self.runtime_s = time.perf_counter() - self.started
         self._write()
         return self.runtime_s
@@ -308,44 +398,86 @@ class ClaimLog:
         checks = [c for c in self.claims.values() if c.role == "check"]
         out = []
         if paper:
-            out += ["**Claims of the paper** (each must pass its threshold, and its control must not)", "",
-                    "| claim | the paper | here | measured by | passes if | control | kind |",
-                    "| --- | --- | --- | --- | --- | --- | --- |"]
+            out += [
+                "**Claims of the paper** (each must pass its threshold, and its "
+                "control must not)",
+                "",
+                "| claim | the paper | here | measured by | passes if | control | kind "
+                "|",
+                "| --- | --- | --- | --- | --- | --- | --- |",
+            ]
             for c in paper:
-                setting = c.paper_setting + (f" (reported: {c.paper})" if c.paper != "—" else "")
-                passes = f"{c.op} {fmt(c.threshold)}" + ("" if c.asserted else " (reported, not asserted)")
+                setting = c.paper_setting + (
+                    f" (reported: {c.paper})" if c.paper != "—" else ""
+                )
+                passes = f"{c.op} {fmt(c.threshold)}" + (
+                    "" if c.asserted else " (reported, not asserted)"
+                )
                 ctrl = c.control or (f"none: {c.no_control}" if c.no_control else "—")
-                out.append(f"| **{c.id}**: {cell(c.text)} | {cell(setting)} | {cell(c.our_setting)} | "
-                           f"{cell(c.measure)} | {passes} | {cell(ctrl)} | {c.kind} |")
+                out.append(
+                    f"| **{c.id}**: {cell(c.text)} | {cell(setting)} | "
+                    f"{cell(c.our_setting)} | "
+                    f"{cell(c.measure)} | {passes} | {cell(ctrl)} | {c.kind} |"
+                )
         if checks:
-            out += ["", "**Checks** (the chapter verifying itself: derivations, identities, "
-                    "accounting; not counted as reproductions)", "",
-                    "| check | measured by | passes if |", "| --- | --- | --- |"]
+            out += [
+                "",
+                "**Checks** (the chapter verifying itself: derivations, identities, "
+                "accounting; not counted as reproductions)",
+                "",
+                "| check | measured by | passes if |",
+                "| --- | --- | --- |",
+            ]
             for c in checks:
-                passes = f"{c.op} {fmt(c.threshold)}" + ("" if c.asserted else " (reported, not asserted)")
-                out.append(f"| **{c.id}**: {cell(c.text)} | {cell(c.measure)} | {passes} |")
+                passes = f"{c.op} {fmt(c.threshold)}" + (
+                    "" if c.asserted else " (reported, not asserted)"
+                )
+                out.append(
+                    f"| **{c.id}**: {cell(c.text)} | {cell(c.measure)} | {passes} |"
+                )
         return "\n".join(out).strip()
 
     def summary(self) -> str:
-        """The claims with their measured values so far, as one Markdown table, labelled."""
-        rows = ["| claim | role | measured | control | passes if | verdict |",
-                "| --- | --- | --- | --- | --- | --- |"]
+        """The claims with their measured values so far, as one Markdown table,
+        labelled."""
+        rows = [
+            "| claim | role | measured | control | passes if | verdict |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
         for role in ROLES:
             for c in (c for c in self.claims.values() if c.role == role):
                 r = self.results.get(c.id)
-                ctrl = "—" if r is None or r["control_measured"] is None else fmt(r["control_measured"])
-                rows.append(f"| {c.id} | {'paper claim' if role == 'paper' else 'check'} | "
-                            f"{fmt(r and r['measured'])} | {ctrl} | {c.op} {fmt(c.threshold)} | "
-                            f"{verdict(r, c.asserted)} |")
+                ctrl = (
+                    "—"
+                    if r is None or r["control_measured"] is None
+                    else fmt(r["control_measured"])
+                )
+                rows.append(
+                    f"| {c.id} | {'paper claim' if role == 'paper' else 'check'} | "
+                    f"{fmt(r and r['measured'])} | {ctrl} | {c.op} {fmt(c.threshold)} "
+                    "| "
+                    f"{verdict(r, c.asserted)} |"
+                )
         return "\n".join(rows)
 
     def _write(self) -> None:
-        blank = {"measured": None, "control_measured": None, "measured_passes": None,
-                 "control_passes": None, "held": None}
+        blank = {
+            "measured": None,
+            "control_measured": None,
+            "measured_passes": None,
+            "control_passes": None,
+            "held": None,
+        }
         record = {
-            "chapter": self.chapter, "scale": self.scale, "seed": self.seed,
-            "started_at": self.started_at, "runtime_s": self.runtime_s,
-            "claims": [{**asdict(c), **self.results.get(c.id, blank)} for c in self.claims.values()],
+            "chapter": self.chapter,
+            "scale": self.scale,
+            "seed": self.seed,
+            "started_at": self.started_at,
+            "runtime_s": self.runtime_s,
+            "claims": [
+                {**asdict(c), **self.results.get(c.id, blank)}
+                for c in self.claims.values()
+            ],
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".json.tmp")
@@ -354,12 +486,14 @@ class ClaimLog:
 
 
 def chapters_in_toc(toc_path: str | Path) -> list[str]:
-    """The chapter notebooks (``NN-slug``) listed in a Jupyter Book ``_toc.yml``, in order."""
+    """The chapter notebooks (``NN-slug``) listed in a Jupyter Book ``_toc.yml``,
+    in order."""
     return NOTEBOOK_RE.findall(Path(toc_path).read_text())
 
 
 def load_results(results_dir: str | Path) -> dict[tuple[str, str], dict]:
-    """Every results file in ``results_dir`` (not its sub-folders), keyed by (chapter, scale)."""
+    """Every results file in ``results_dir`` (not its sub-folders), keyed by
+    (chapter, scale)."""
     out = {}
     for path in sorted(Path(results_dir).glob("*.json")):
         record = json.loads(path.read_text())

@@ -1,9 +1,12 @@
-"""The book's small core: device choice, seeding, scale presets, progress bars, plot style.
+"""The book's small core: device choice, seeding, scale presets, progress
+bars, plot style.
 
-Every chapter starts with the same four moves -- pick a device, seed everything, read its sizes
-from ``SCALE``, set the plot style -- and this module is where they live, once. Nothing here keeps
-state of its own: each function takes what it needs and returns what it made.
+Every chapter starts with the same four moves -- pick a device, seed everything, read
+its sizes from ``SCALE``, set the plot style -- and this module is where they live,
+once. Nothing here keeps state of its own: each function takes what it needs and returns
+what it made.
 """
+
 from __future__ import annotations
 
 import os
@@ -16,42 +19,66 @@ import torch
 
 SCALES = ("ci", "full")
 
-# One palette for the whole book (colour-blind safe, Okabe & Ito). Chapters index it by role:
-# the method first, then baselines, then references.
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000"]
+# One palette for the whole book (colour-blind safe, Okabe & Ito).
+# Chapters index it by role: the method first, then baselines, then references.
+PALETTE = [
+    "#0072B2",
+    "#D55E00",
+    "#009E73",
+    "#CC79A7",
+    "#E69F00",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+]
 
 
 def get_device(device: str | torch.device | None = None) -> torch.device:
     """The device to run on: the one named, else CUDA, then Apple's MPS, then the CPU.
 
-    ``device`` may be ``None`` (choose the best available), a string such as ``"cuda:0"`` or
-    ``"cpu"``, or a ``torch.device``. Asking for a device this machine lacks is a ``ValueError``
-    rather than a crash deep inside the first tensor operation.
+    ``device`` may be ``None`` (choose the best available), a string such as
+    ``"cuda:0"`` or ``"cpu"``, or a ``torch.device``. Asking for a device this machine
+    lacks is a ``ValueError`` rather than a crash deep inside the first
+    tensor operation.
     """
     if device is None:
         if torch.cuda.is_available():
             return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        if (
+            getattr(torch.backends, "mps", None) is not None
+            and torch.backends.mps.is_available()
+        ):
             return torch.device("mps")
         return torch.device("cpu")
     if not isinstance(device, (str, torch.device)):
-        raise TypeError(f"device must be None, a str or a torch.device, got {type(device).__name__}")
+        raise TypeError(
+            f"device must be None, a str or a torch.device, got {type(device).__name__}"
+        )
     try:
         dev = torch.device(device)
     except RuntimeError as err:
-        raise ValueError(f"unknown device {device!r}: expected e.g. 'cpu', 'cuda', 'cuda:0' or 'mps'") from err
+        raise ValueError(
+            f"unknown device {device!r}: expected e.g. 'cpu', 'cuda', 'cuda:0' or 'mps'"
+        ) from err
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} was asked for but CUDA is not available here")
-    if dev.type == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
-        raise ValueError(f"device {device!r} was asked for but MPS is not available here")
+        raise ValueError(
+            f"device {device!r} was asked for but CUDA is not available here"
+        )
+    if dev.type == "mps" and not (
+        getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()
+    ):
+        raise ValueError(
+            f"device {device!r} was asked for but MPS is not available here"
+        )
     return dev
 
 
 def seed_everything(seed: int) -> torch.Generator:
-    """Seed Python's ``random``, NumPy's global generator and torch (CPU and all GPUs) in one call.
+    """Seed Python's ``random``, NumPy's global generator and torch (CPU and all GPUs)
+    in one call.
 
-    Returns a fresh CPU ``torch.Generator`` seeded with ``seed``, for code that prefers to pass its
-    randomness explicitly (the library does).
+    Returns a fresh CPU ``torch.Generator`` seeded with ``seed``, for code that prefers
+    to pass its randomness explicitly (the library does).
     """
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError(f"seed must be an int, got {type(seed).__name__}")
@@ -67,47 +94,73 @@ def seed_everything(seed: int) -> torch.Generator:
 def scale_preset(scale: str, **presets: Mapping[str, Any]) -> SimpleNamespace:
     """A chapter's sizes for the chosen ``scale``, declared in one place.
 
-    >>> cfg = scale_preset("ci", ci=dict(n=8, steps=2_000), full=dict(n=100, steps=50_000))
+    >>> cfg = scale_preset(
+    ...     "ci", ci=dict(n=8, steps=2_000), full=dict(n=100, steps=50_000)
+    ... )
     >>> cfg.n, cfg.steps
     (8, 2000)
 
-    Every preset must give the same keys, so that a size cannot silently exist at one scale only.
-    An unknown ``scale`` is a ``ValueError`` that names the valid ones.
+    Every preset must give the same keys, so that a size cannot silently exist at one
+    scale only. An unknown ``scale`` is a ``ValueError`` that names the valid ones.
     """
     if not isinstance(scale, str):
-        raise TypeError(f"SCALE must be a str, one of {sorted(presets) or list(SCALES)}, got {type(scale).__name__}")
+        raise TypeError(
+            f"SCALE must be a str, one of {sorted(presets) or list(SCALES)}, got "
+            f"{type(scale).__name__}"
+        )
     if not presets:
-        raise ValueError(f"give at least one preset, e.g. ci=dict(...), full=dict(...)")
+        raise ValueError("give at least one preset, e.g. ci=dict(...), full=dict(...)")
     for name, values in presets.items():
         if not isinstance(values, Mapping):
-            raise TypeError(f"preset {name!r} must be a dict of sizes, got {type(values).__name__}")
+            raise TypeError(
+                f"preset {name!r} must be a dict of sizes, got {type(values).__name__}"
+            )
     keys = {name: set(values) for name, values in presets.items()}
     first = next(iter(keys.values()))
     for name, ks in keys.items():
         if ks != first:
-            raise ValueError(f"every preset must have the same keys; {name!r} differs by {sorted(ks ^ first)}")
+            raise ValueError(
+                f"every preset must have the same keys; {name!r} differs by "
+                f"{sorted(ks ^ first)}"
+            )
     if scale not in presets:
-        raise ValueError(f"unknown SCALE {scale!r}: valid values are {', '.join(repr(s) for s in presets)}")
+        raise ValueError(
+            f"unknown SCALE {scale!r}: valid values are "
+            f"{', '.join(repr(s) for s in presets)}"
+        )
     return SimpleNamespace(scale=scale, **presets[scale])
 
 
 def progress_enabled() -> bool:
-    """Progress bars show unless ``ICLR26_PROGRESS=0`` (the book build and the tests set it)."""
+    """Progress bars show unless ``ICLR26_PROGRESS=0`` (the book build and the
+    tests set it)."""
     return os.environ.get("ICLR26_PROGRESS", "1") not in ("0", "false", "False", "")
 
 
-def progress(iterable: Iterable, desc: str | None = None, total: int | None = None, **kwargs):
-    """``tqdm.auto`` over ``iterable``: a widget in Jupyter, text in a terminal, nothing when quiet.
+def progress(
+    iterable: Iterable, desc: str | None = None, total: int | None = None, **kwargs
+):
+    """``tqdm.auto`` over ``iterable``: a widget in Jupyter, text in a terminal,
+    nothing when quiet.
 
-    Quiet (``ICLR26_PROGRESS=0``) keeps executed notebooks free of half-drawn bars in the rendered book.
+    Quiet (``ICLR26_PROGRESS=0``) keeps executed notebooks free of half-drawn bars in
+    the rendered book.
     """
     from tqdm.auto import tqdm
 
-    return tqdm(iterable, desc=desc, total=total, disable=not progress_enabled(), leave=False, **kwargs)
+    return tqdm(
+        iterable,
+        desc=desc,
+        total=total,
+        disable=not progress_enabled(),
+        leave=False,
+        **kwargs,
+    )
 
 
 def use_book_style() -> None:
-    """Set matplotlib's defaults to the book's style: one palette, readable sizes, light grid."""
+    """Set matplotlib's defaults to the book's style: one palette, readable sizes,
+    light grid."""
     import matplotlib as mpl
     from cycler import cycler
 
@@ -136,13 +189,15 @@ EXERCISE_STATUSES = ("not done yet", "wrong", "correct")
 
 
 class ExerciseVerdict(str):
-    """What an exercise's check function answers: a line of text for the student, with its
-    ``status`` ("not done yet", "wrong" or "correct") for a grader or a test, and ``crashed``
-    (the student's function raised an error instead of returning)."""
+    """What an exercise's check function answers: a line of text for the student, with
+    its ``status`` ("not done yet", "wrong" or "correct") for a grader or a test, and
+    ``crashed`` (the student's function raised an error instead of returning)."""
 
     def __new__(cls, status: str, message: str, crashed: bool = False):
         if status not in EXERCISE_STATUSES:
-            raise ValueError(f"status must be one of {EXERCISE_STATUSES}, got {status!r}")
+            raise ValueError(
+                f"status must be one of {EXERCISE_STATUSES}, got {status!r}"
+            )
         obj = super().__new__(cls, f"{status}: {message}")
         obj.status = status
         obj.crashed = crashed
@@ -155,21 +210,29 @@ class ExerciseVerdict(str):
 def grade_exercise(fn, trial) -> ExerciseVerdict:
     """Run ``trial(fn)`` and say how the student's ``fn`` fared.
 
-    ``trial`` calls ``fn`` on its test cases and returns a one-line success message, or raises
-    ``AssertionError("...")`` whose message says what is wrong and hints at why -- never the
-    answer. A ``fn`` that still raises ``NotImplementedError`` (the stub) is "not done yet"; one
-    that raises anything else is "wrong", with the error named.
+    ``trial`` calls ``fn`` on its test cases and returns a one-line success message, or
+    raises ``AssertionError("...")`` whose message says what is wrong and hints at why
+    -- never the answer. A ``fn`` that still raises ``NotImplementedError`` (the stub)
+    is "not done yet"; one that raises anything else is "wrong", with the error named.
     """
     if not callable(fn):
         raise TypeError(f"pass your function itself, not {type(fn).__name__}")
     try:
         message = trial(fn)
     except NotImplementedError:
-        return ExerciseVerdict("not done yet", "replace the `raise NotImplementedError` in the "
-                               "exercise cell with your code, then run this cell again")
+        return ExerciseVerdict(
+            "not done yet",
+            "replace the `raise NotImplementedError` in the "
+            "exercise cell with your code, then run this cell again",
+        )
     except AssertionError as err:
         return ExerciseVerdict("wrong", f"because {err}")
-    except Exception as err:  # the student's code crashed: name the error, do not hide it
-        return ExerciseVerdict("wrong", f"because your function raised {type(err).__name__}: {err}",
-                               crashed=True)
+    except (
+        Exception
+    ) as err:  # the student's code crashed: name the error, do not hide it
+        return ExerciseVerdict(
+            "wrong",
+            f"because your function raised {type(err).__name__}: {err}",
+            crashed=True,
+        )
     return ExerciseVerdict("correct", message)

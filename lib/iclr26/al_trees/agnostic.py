@@ -1,26 +1,29 @@
-"""Noisy labels: disagreement-based active learning with multiplicative confidence bounds.
+"""Noisy labels: disagreement-based active learning with multiplicative
+confidence bounds.
 
 The paper's second contribution is an active learner whose output has error at most
-(1 + eps) OPT, a *multiplicative* guarantee, with polylogarithmic label complexity on trees.
-Its text is not public (no code; only the abstract and the project page were available), so
-this module builds the standard construction in that spirit, an analogue: RobustCAL / A^2
-(Hanneke's disagreement-based agnostic learner) on a finite class, with either
+(1 + eps) OPT, a *multiplicative* guarantee, with polylogarithmic label complexity on
+trees. Its text is not public (no code; only the abstract and the project page were
+available), so this module builds the standard construction in that spirit, an analogue:
+RobustCAL / A^2 (Hanneke's disagreement-based agnostic learner) on a finite
+class, with either
 
-* **relative-deviation** (Bernstein) bounds: h is dropped when its mistake count exceeds the
-  leader's by more than sqrt(2 beta D) + beta, with D the number of labelled points where
-  the two *disagree*. D is about dist(h, h_best) <= err(h) + err(h_best), so the radius
-  shrinks with the error itself: this is what makes a (1 + eps) guarantee affordable when
-  OPT is small (and an exact one, eps = 0, when OPT = 0);
+* **relative-deviation** (Bernstein) bounds: h is dropped when its mistake count exceeds
+  the leader's by more than sqrt(2 beta D) + beta, with D the number of labelled points
+  where the two *disagree*. D is about dist(h, h_best) <= err(h) + err(h_best), so the
+  radius shrinks with the error itself: this is what makes a (1 + eps) guarantee
+  affordable when OPT is small (and an exact one, eps = 0, when OPT = 0);
 * or **additive** (Hoeffding) bounds, radius sqrt(2 beta q) for q labels, which do not
   shrink with the error: the control.
 
 The learner streams the pool once and asks for a label only inside DIS(V), V being the
-hypotheses not yet dropped. Every pair of survivors agreed on every point skipped, so their
-mistake counts on the *queried* points differ exactly as their pool errors do.
+hypotheses not yet dropped. Every pair of survivors agreed on every point skipped, so
+their mistake counts on the *queried* points differ exactly as their pool errors do.
 
-:func:`random_query_erm` is the passive control: the same number of labels, on random points,
-and the empirical risk minimiser over the whole class.
+:func:`random_query_erm` is the passive control: the same number of labels, on random
+points, and the empirical risk minimiser over the whole class.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,14 +35,25 @@ from .core import VersionSpace, _check_labels, _space
 __all__ = ["noisy_labels", "pool_errors", "robust_cal", "random_query_erm"]
 
 
-def noisy_labels(y: torch.Tensor, rate: float, generator: torch.Generator) -> torch.Tensor:
+def noisy_labels(
+    y: torch.Tensor, rate: float, generator: torch.Generator
+) -> torch.Tensor:
     """y with exactly round(rate * n) labels flipped, at random points: (n,) bool."""
-    if not isinstance(y, torch.Tensor) or y.dtype != torch.bool or y.ndim != 1 or y.numel() == 0:
+    if (
+        not isinstance(y, torch.Tensor)
+        or y.dtype != torch.bool
+        or y.ndim != 1
+        or y.numel() == 0
+    ):
         raise TypeError("y must be a non-empty 1-D bool tensor")
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 0.5:
+    if (
+        isinstance(rate, bool)
+        or not isinstance(rate, (int, float))
+        or not 0 <= rate < 0.5
+    ):
         raise ValueError(f"rate must be a number in [0, 0.5), got {rate!r}")
     n = y.numel()
-    flip = torch.randperm(n, generator=generator)[:round(rate * n)].to(y.device)
+    flip = torch.randperm(n, generator=generator)[: round(rate * n)].to(y.device)
     out = y.clone()
     out[flip] = ~out[flip]
     return out
@@ -52,31 +66,44 @@ def pool_errors(P: torch.Tensor | VersionSpace, y: torch.Tensor) -> torch.Tensor
     if not isinstance(y, torch.Tensor) or y.dtype != torch.bool or y.shape != (n,):
         raise TypeError(f"y must be a bool tensor of shape ({n},)")
     from .core import hamming_to_columns
+
     return hamming_to_columns(vs.by_point, y).double() / n
 
 
 def _check_delta(delta: float) -> None:
-    if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta < 1:
+    if (
+        isinstance(delta, bool)
+        or not isinstance(delta, (int, float))
+        or not 0 < delta < 1
+    ):
         raise ValueError(f"delta must be a number in (0, 1), got {delta!r}")
 
 
-def robust_cal(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Tensor,
-               delta: float = 0.05, bound: str = "relative",
-               growth: float = 1.25) -> tuple[int, int, torch.Tensor]:
-    """Disagreement-based agnostic active learning over a finite class, one pass over the pool.
+def robust_cal(
+    P: torch.Tensor | VersionSpace,
+    y: torch.Tensor,
+    order: torch.Tensor,
+    delta: float = 0.05,
+    bound: str = "relative",
+    growth: float = 1.25,
+) -> tuple[int, int, torch.Tensor]:
+    """Disagreement-based agnostic active learning over a finite class, one pass
+    over the pool.
 
-    Stream ``order``; query x only if the surviving hypotheses disagree on x. After the
-    q-th query, for q on a geometric schedule (q = 1, 2, ... growing by ``growth``; checking
-    at every query would cost q * H each time), drop every survivor h whose mistakes on the
-    queried points exceed the leader's (fewest mistakes) by more than the radius:
+    Stream ``order``; query x only if the surviving hypotheses disagree on x.
+    After the q-th query, for q on a geometric schedule (q = 1, 2, ...
+    growing by ``growth``; checking at every query would cost q * H each time), drop
+    every survivor h whose mistakes on the queried points exceed the leader's
+    (fewest mistakes) by more than the radius:
 
-    * ``bound="relative"``: sqrt(2 beta D(h)) + beta, D(h) = queried points where h and the
-      leader disagree (a Bernstein bound on the difference of two error counts);
+    * ``bound="relative"``: sqrt(2 beta D(h)) + beta, D(h) = queried points where h and
+      the leader disagree (a Bernstein bound on the difference of two error counts);
     * ``bound="additive"``: sqrt(2 beta q) (Hoeffding on q differences in [-1, 1]).
 
     beta = ln(H * checks / delta), a union bound over hypotheses and checks, so with
-    probability >= 1 - delta the best hypothesis is never dropped. At the end the survivors
-    agree on every unqueried point, and the output is the survivor with fewest mistakes.
+    probability >= 1 - delta the best hypothesis is never dropped.
+    At the end the survivors agree on every unqueried point, and the output is the
+    survivor with fewest mistakes.
 
     P: (H, n) bool or a :class:`VersionSpace` (reset); y: (n,) bool labels, need not be
     realisable; order: (n,) permutation. Returns (labels asked, index of the output
@@ -88,12 +115,17 @@ def robust_cal(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Ten
     _check_delta(delta)
     if bound not in ("relative", "additive"):
         raise ValueError(f"bound must be 'relative' or 'additive', got {bound!r}")
-    if isinstance(growth, bool) or not isinstance(growth, (int, float)) or not growth > 1:
+    if (
+        isinstance(growth, bool)
+        or not isinstance(growth, (int, float))
+        or not growth > 1
+    ):
         raise ValueError(f"growth must be a number > 1, got {growth!r}")
     checks = math.ceil(math.log(max(n, 2)) / math.log(growth)) + 2
     beta = math.log(H * checks / delta)
     alive = torch.arange(H, device=vs.by_point.device)  # (H_alive,)
-    mistakes = torch.zeros(H, dtype=torch.float32, device=vs.by_point.device)  # on queried pts
+    # on queried pts
+    mistakes = torch.zeros(H, dtype=torch.float32, device=vs.by_point.device)
     queried = torch.zeros(n, dtype=torch.bool, device=vs.by_point.device)
     q_list: list[int] = []
     next_check = 1.0
@@ -113,24 +145,32 @@ def robust_cal(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Ten
     return len(q_list), int(best), queried
 
 
-def _eliminate(vs: VersionSpace, alive: torch.Tensor, mistakes: torch.Tensor,
-               q_list: list[int], beta: float, bound: str) -> torch.Tensor:
+def _eliminate(
+    vs: VersionSpace,
+    alive: torch.Tensor,
+    mistakes: torch.Tensor,
+    q_list: list[int],
+    beta: float,
+    bound: str,
+) -> torch.Tensor:
     m = mistakes[alive]  # (H_alive,)
     lead = int(m.argmin())
     if bound == "relative":
-        L = vs.by_point[q_list][:, alive]  # (q, H_alive) survivors' labels on queried points
-        D = (L != L[:, lead:lead + 1]).sum(0).to(torch.float32)  # (H_alive,)
+        # (q, H_alive) survivors' labels on queried points
+        L = vs.by_point[q_list][:, alive]
+        D = (L != L[:, lead : lead + 1]).sum(0).to(torch.float32)  # (H_alive,)
         radius = torch.sqrt(2 * beta * D) + beta
     else:
         radius = torch.full_like(m, math.sqrt(2 * beta * len(q_list)))
     return alive[m - m[lead] <= radius]
 
 
-def random_query_erm(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Tensor,
-                     budget: int) -> int:
-    """Passive learning with a label budget: label the first ``budget`` points of ``order``
-    and return the index of an empirical risk minimiser over the whole class (ties go to the
-    lowest index)."""
+def random_query_erm(
+    P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Tensor, budget: int
+) -> int:
+    """Passive learning with a label budget: label the first ``budget`` points of
+    ``order`` and return the index of an empirical risk minimiser over the whole class
+    (ties go to the lowest index)."""
     vs = _space(P)
     n = vs.n_points
     _check_labels(n, y, order)

@@ -1,23 +1,27 @@
-"""Active learning of decision trees: exact tree classes, the disagreement coefficient, CAL.
+"""Active learning of decision trees: exact tree classes, the disagreement
+coefficient, CAL.
 
-Chapter 04 of *ICLR 2026 in Code*. The paper ("active learning for decision trees with provable
-guarantees", ICLR 2026) proves that for trees of height <= d whose root-to-leaf paths split on
-distinct features, on grid-structured data, the disagreement coefficient is O(ln^d n), and that
-both assumptions are needed. Its algorithms are not public; this module gives the tools to *see*
-the theorem on small classes, exactly:
+Chapter 04 of *ICLR 2026 in Code*. The paper ("active learning for decision trees with
+provable guarantees", ICLR 2026) proves that for trees of height <= d whose root-to-leaf
+paths split on distinct features, on grid-structured data, the disagreement coefficient
+is O(ln^d n), and that both assumptions are needed. Its algorithms are not public; this
+module gives the tools to *see* the theorem on small classes, exactly:
 
-* :func:`enumerate_trees` lists every prediction vector of a small tree class on a finite pool
-  (depth <= 2), as a boolean matrix ``P`` of shape (H, n): row h is hypothesis h's labels.
-* :func:`disagreement_radius` and :func:`disagreement_coefficient` compute
-  rho(x) = min{dist(h, h*) : h(x) != h*(x)} and theta = sup_{r >= r0} P(rho <= r) / r exactly.
-* :class:`VersionSpace`, :func:`cal_active_learn` (CAL, the disagreement-based active learner of
-  Cohn, Atlas and Ladner) and :func:`passive_labels_to_collapse` (random labelling) compare label
-  counts on the same pool.
-* :func:`greedy_tree_pool_error` fits scikit-learn's greedy CART for the teaching contrast.
+* :func:`enumerate_trees` lists every prediction vector of a small tree class on a
+  finite pool (depth <= 2), as a boolean matrix ``P`` of shape (H, n): row h is
+  hypothesis h's labels.
+* :func:`disagreement_radius` and :func:`disagreement_coefficient` compute rho(x) =
+  min{dist(h, h*) : h(x) != h*(x)} and theta = sup_{r >= r0} P(rho <= r) / r exactly.
+* :class:`VersionSpace`, :func:`cal_active_learn` (CAL, the disagreement-based active
+  learner of Cohn, Atlas and Ladner) and :func:`passive_labels_to_collapse`
+  (random labelling) compare label counts on the same pool.
+* :func:`greedy_tree_pool_error` fits scikit-learn's greedy CART for the
+  teaching contrast.
 
 Everything works on a finite pool with the uniform distribution over its n points, so
 "distance" between hypotheses is the fraction of pool points where they disagree.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,19 +32,36 @@ import torch
 from ..core import ExerciseVerdict, grade_exercise
 
 __all__ = [
-    "grid_points", "antidiagonal_points", "threshold_splits", "enumerate_trees", "tree_count_formula",
-    "hamming_to", "hamming_to_columns", "disagreement_radius", "theta_from_radius", "disagreement_coefficient", "VersionSpace",
-    "cal_active_learn", "passive_labels_to_collapse", "greedy_tree_pool_error", "sample_target",
-    "loglog_slope", "check_disagreement_coefficient",
+    "grid_points",
+    "antidiagonal_points",
+    "threshold_splits",
+    "enumerate_trees",
+    "tree_count_formula",
+    "hamming_to",
+    "hamming_to_columns",
+    "disagreement_radius",
+    "theta_from_radius",
+    "disagreement_coefficient",
+    "VersionSpace",
+    "cal_active_learn",
+    "passive_labels_to_collapse",
+    "greedy_tree_pool_error",
+    "sample_target",
+    "loglog_slope",
+    "check_disagreement_coefficient",
 ]
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Data: grids and the anti-diagonal
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
-def grid_points(k: int, dim: int = 2, device: str | torch.device | None = None) -> torch.Tensor:
-    """All points of the grid {0, ..., k-1}^dim, shape (k**dim, dim), float32, row-major order."""
+
+def grid_points(
+    k: int, dim: int = 2, device: str | torch.device | None = None
+) -> torch.Tensor:
+    """All points of the grid {0, ..., k-1}^dim, shape (k**dim, dim), float32,
+    row-major order."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
         raise ValueError(f"k (points per axis) must be an int >= 2, got {k!r}")
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
@@ -50,10 +71,13 @@ def grid_points(k: int, dim: int = 2, device: str | torch.device | None = None) 
     return torch.stack([m.reshape(-1) for m in mesh], dim=1)  # (k^dim, dim)
 
 
-def antidiagonal_points(n: int, device: str | torch.device | None = None) -> torch.Tensor:
+def antidiagonal_points(
+    n: int, device: str | torch.device | None = None
+) -> torch.Tensor:
     """n points (i, n-1-i) on the anti-diagonal of the plane, shape (n, 2), float32.
 
-    Not a grid: every point has its own value on each axis, and the two axes are in reverse order.
+    Not a grid: every point has its own value on each axis, and the two axes are in
+    reverse order.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 2:
         raise ValueError(f"n must be an int >= 2, got {n!r}")
@@ -61,15 +85,20 @@ def antidiagonal_points(n: int, device: str | torch.device | None = None) -> tor
     return torch.stack([i, n - 1 - i], dim=1)  # (n, 2)
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # The tree class, enumerated exactly
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+
 
 def _check_points(X: torch.Tensor) -> None:
     if not isinstance(X, torch.Tensor):
-        raise TypeError(f"X must be a torch.Tensor of shape (n, D), got {type(X).__name__}")
+        raise TypeError(
+            f"X must be a torch.Tensor of shape (n, D), got {type(X).__name__}"
+        )
     if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"X must have shape (n, D) with n, D >= 1, got {tuple(X.shape)}")
+        raise ValueError(
+            f"X must have shape (n, D) with n, D >= 1, got {tuple(X.shape)}"
+        )
     if not X.is_floating_point():
         raise TypeError(f"X must be a floating tensor, got dtype {X.dtype}")
     if not bool(torch.isfinite(X).all()):
@@ -79,8 +108,9 @@ def _check_points(X: torch.Tensor) -> None:
 def threshold_splits(X: torch.Tensor) -> list[torch.Tensor]:
     """Every distinct axis-aligned split of the pool, per feature.
 
-    A split on feature f sends x right when x_f > t. Only thresholds between consecutive distinct
-    values of X[:, f] give distinct splits, so feature f has T_f = (#distinct values - 1) of them.
+    A split on feature f sends x right when x_f > t. Only thresholds between consecutive
+    distinct values of X[:, f] give distinct splits, so feature f has T_f = (#distinct
+    values - 1) of them.
 
     X: (n, D) float. Returns a list of D bool tensors, entry f of shape (T_f, n).
     """
@@ -88,138 +118,218 @@ def threshold_splits(X: torch.Tensor) -> list[torch.Tensor]:
     out = []
     for f in range(X.shape[1]):
         values = torch.unique(X[:, f])  # sorted, (V_f,)
-        mids = (values[1:] + values[:-1]) / 2  # (T_f,) thresholds halfway between neighbours
-        out.append(X[None, :, f] > mids[:, None])  # (T_f, n): x goes right of threshold t
+        mids = (
+            values[1:] + values[:-1]
+        ) / 2  # (T_f,) thresholds halfway between neighbours
+        # (T_f, n): x goes right of threshold t
+        out.append(X[None, :, f] > mids[:, None])
     return out
 
 
-def _stump_options(splits: list[torch.Tensor], features: list[int], n: int, device) -> torch.Tensor:
-    """Everything a node of height <= 1 can predict: the two leaves and every non-constant stump
-    on one of ``features`` (both orientations). Returns (m, n) bool."""
-    rows = [torch.zeros(1, n, dtype=torch.bool, device=device), torch.ones(1, n, dtype=torch.bool, device=device)]
+def _stump_options(
+    splits: list[torch.Tensor], features: list[int], n: int, device
+) -> torch.Tensor:
+    """Everything a node of height <= 1 can predict: the two leaves and every
+    non-constant stump on one of ``features`` (both orientations).
+    Returns (m, n) bool."""
+    rows = [
+        torch.zeros(1, n, dtype=torch.bool, device=device),
+        torch.ones(1, n, dtype=torch.bool, device=device),
+    ]
     for g in features:
-        rows += [splits[g], ~splits[g]]  # (T_g, n) each: label 1 right of t, or label 1 left of t
+        rows += [
+            splits[g],
+            ~splits[g],
+        ]  # (T_g, n) each: label 1 right of t, or label 1 left of t
     return torch.cat(rows, dim=0)
 
 
 def _matvec(P: torch.Tensor, v: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
-    """P (H, n) bool times v (n, c) float32 with small integer entries, in chunks: (H, c) float32.
-    Exact while every row sum stays below 2**24. (A float matmul is far faster than bool ops.)"""
-    return torch.cat([P[i:i + chunk].to(v.dtype) @ v for i in range(0, P.shape[0], chunk)])
+    """P (H, n) bool times v (n, c) float32 with small integer entries, in chunks:
+    (H, c) float32. Exact while every row sum stays below 2**24.
+    (A float matmul is far faster than bool ops.)"""
+    return torch.cat(
+        [P[i : i + chunk].to(v.dtype) @ v for i in range(0, P.shape[0], chunk)]
+    )
 
 
 def _unique_rows(P: torch.Tensor) -> torch.Tensor:
-    """Distinct rows of a bool matrix (H, n), first occurrences kept, in their original order.
+    """Distinct rows of a bool matrix (H, n), first occurrences kept, in their
+    original order.
 
-    Rows are keyed by two exact integer hashes (random weights < 2**12, so sums are exact in
-    float32); rows that share a key are then compared in full, so the result is exact.
+    Rows are keyed by two exact integer hashes (random weights < 2**12, so sums are
+    exact in float32); rows that share a key are then compared in full, so the
+    result is exact.
     """
     H, n = P.shape
     if H == 0:
         return P
     g = torch.Generator().manual_seed(12345)
-    W = torch.randint(0, 2 ** 12, (n, 2), generator=g).to(device=P.device, dtype=torch.float32)  # (n, 2)
+    W = torch.randint(0, 2**12, (n, 2), generator=g).to(
+        device=P.device, dtype=torch.float32
+    )  # (n, 2)
     hashes = _matvec(P, W).to(torch.int64)  # (H, 2) exact integers
-    key = hashes[:, 0] * (2 ** 32) + hashes[:, 1]  # (H,)
+    key = hashes[:, 0] * (2**32) + hashes[:, 1]  # (H,)
     _, inverse = torch.unique(key, return_inverse=True)  # (H,) key id of each row
     first = torch.full((int(inverse.max()) + 1,), H, dtype=torch.int64, device=P.device)
-    first = first.scatter_reduce(0, inverse, torch.arange(H, device=P.device), reduce="amin")  # first row per key
+    first = first.scatter_reduce(
+        0, inverse, torch.arange(H, device=P.device), reduce="amin"
+    )  # first row per key
     rep = first[inverse]  # (H,) the representative each row was merged into
-    same = torch.cat([(P[i:i + 8192] == P[rep[i:i + 8192]]).all(1) for i in range(0, H, 8192)])
-    if not bool(same.all()):  # a hash collision between different rows: fall back to a full sort
+    same = torch.cat(
+        [(P[i : i + 8192] == P[rep[i : i + 8192]]).all(1) for i in range(0, H, 8192)]
+    )
+    if not bool(
+        same.all()
+    ):  # a hash collision between different rows: fall back to a full sort
         return torch.unique(P, dim=0)
     return P[torch.sort(first).values]
 
 
-def enumerate_trees(X: torch.Tensor, depth: int = 2, distinct_features: bool = True,
-                    unique: bool = True) -> torch.Tensor:
-    """Every labelling of the pool that a binary decision tree of height <= ``depth`` can produce.
+def enumerate_trees(
+    X: torch.Tensor, depth: int = 2, distinct_features: bool = True, unique: bool = True
+) -> torch.Tensor:
+    """Every labelling of the pool that a binary decision tree of height <= ``depth``
+    can produce.
 
-    Height 0: the two constants. Height 1: stumps ``1[x_f > t]`` and their complements. Height 2:
-    a root split on feature f whose two children are each a leaf or a stump; with
-    ``distinct_features`` the children may not split on f again (the paper's assumption (i)).
+    Height 0: the two constants. Height 1: stumps ``1[x_f > t]`` and their complements.
+    Height 2: a root split on feature f whose two children are each a leaf or a stump;
+    with ``distinct_features`` the children may not split on f again (the paper's
+    assumption (i)).
 
-    X: (n, D) float pool. Returns P: (H, n) bool, row h = hypothesis h's labels on the pool; with
-    ``unique`` (default) duplicate rows are removed, so H counts *behaviours*, not trees.
-    Before de-duplication H is :func:`tree_count_formula` (constant stumps are not listed twice).
+    X: (n, D) float pool. Returns P: (H, n) bool, row h = hypothesis h's labels on the
+    pool; with ``unique`` (default) duplicate rows are removed, so H counts
+    *behaviours*, not trees. Before de-duplication H is :func:`tree_count_formula`
+    (constant stumps are not listed twice).
     """
     _check_points(X)
     if depth not in (0, 1, 2):
-        raise ValueError(f"depth must be 0, 1 or 2 (deeper classes are too large to enumerate), got {depth!r}")
+        raise ValueError(
+            "depth must be 0, 1 or 2 (deeper classes are too large to enumerate), got "
+            f"{depth!r}"
+        )
     n, D = X.shape
     device = X.device
     splits = threshold_splits(X)
     if depth == 0:
-        P = torch.stack([torch.zeros(n, dtype=torch.bool, device=device), torch.ones(n, dtype=torch.bool, device=device)])
+        P = torch.stack(
+            [
+                torch.zeros(n, dtype=torch.bool, device=device),
+                torch.ones(n, dtype=torch.bool, device=device),
+            ]
+        )
     elif depth == 1:
         P = _stump_options(splits, list(range(D)), n, device)  # leaves and stumps
     else:
-        blocks = [torch.zeros(1, n, dtype=torch.bool, device=device), torch.ones(1, n, dtype=torch.bool, device=device)]
+        blocks = [
+            torch.zeros(1, n, dtype=torch.bool, device=device),
+            torch.ones(1, n, dtype=torch.bool, device=device),
+        ]
         for f in range(D):
             if splits[f].shape[0] == 0:
                 continue
-            child_features = [g for g in range(D) if g != f] if distinct_features else list(range(D))
-            C = _stump_options(splits, child_features, n, device)  # (m, n) what one child predicts
+            child_features = (
+                [g for g in range(D) if g != f] if distinct_features else list(range(D))
+            )
+            # (m, n) what one child predicts
+            C = _stump_options(splits, child_features, n, device)
             R = splits[f]  # (T_f, n) which points the root sends right
-            # h(x) = C_right(x) if root sends x right else C_left(x)       -> (T_f, m_left, m_right, n)
-            tree = torch.where(R[:, None, None, :], C[None, None, :, :], C[None, :, None, :])
+            # h(x) = C_right(x) if root sends x right else C_left(x)
+            #   -> (T_f, m_left, m_right, n)
+            tree = torch.where(
+                R[:, None, None, :], C[None, None, :, :], C[None, :, None, :]
+            )
             blocks.append(tree.reshape(-1, n))
         P = torch.cat(blocks, dim=0)
     return _unique_rows(P) if unique else P
 
 
 def tree_count_formula(k: int) -> int:
-    """Trees listed by ``enumerate_trees(grid_points(k, 2), 2, unique=False)``:
-    2 constants + (2 root features x (k-1) thresholds) x (2 leaves + 2(k-1) stumps)^2 children."""
+    """Trees listed by ``enumerate_trees(grid_points(k, 2), 2, unique=False)``: 2
+    constants + (2 root features x (k-1) thresholds) x (2 leaves + 2(k-1) stumps)^2
+    children."""
     return 2 + 2 * (k - 1) * (2 + 2 * (k - 1)) ** 2
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Distances, the disagreement radius and the disagreement coefficient
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+
 
 def _check_class(P: torch.Tensor, h: torch.Tensor | None = None) -> None:
     if not isinstance(P, torch.Tensor) or P.dtype != torch.bool or P.ndim != 2:
-        raise TypeError("P must be a bool tensor of shape (H, n) (rows = hypotheses' labels on the pool)")
+        raise TypeError(
+            "P must be a bool tensor of shape (H, n) (rows = hypotheses' labels on the "
+            "pool)"
+        )
     if P.shape[0] == 0 or P.shape[1] == 0:
-        raise ValueError(f"P must have at least one hypothesis and one pool point, got shape "
-                         f"{tuple(P.shape)}")
+        raise ValueError(
+            f"P must have at least one hypothesis and one pool point, got shape "
+            f"{tuple(P.shape)}"
+        )
     if h is not None:
-        if not isinstance(h, torch.Tensor) or h.dtype != torch.bool or h.shape != (P.shape[1],):
-            raise TypeError(f"the target must be a bool tensor of shape ({P.shape[1]},), got "
-                            f"{getattr(h, 'dtype', type(h).__name__)} {tuple(getattr(h, 'shape', ()))}")
+        if (
+            not isinstance(h, torch.Tensor)
+            or h.dtype != torch.bool
+            or h.shape != (P.shape[1],)
+        ):
+            raise TypeError(
+                f"the target must be a bool tensor of shape ({P.shape[1]},), got "
+                f"{getattr(h, 'dtype', type(h).__name__)} "
+                f"{tuple(getattr(h, 'shape', ()))}"
+            )
 
 
 def hamming_to(P: torch.Tensor, h: torch.Tensor, chunk: int = 16384) -> torch.Tensor:
     """Number of pool points where each hypothesis disagrees with ``h``.
 
-    P: (H, n) bool, h: (n,) bool. Returns (H,) int64; divide by n for the distance dist(h_i, h).
+    P: (H, n) bool, h: (n,) bool. Returns (H,) int64; divide by n for the distance
+        dist(h_i, h).
     """
     _check_class(P, h)
-    v = (1 - 2 * h.to(torch.float32))[:, None]  # (n, 1): +1 where h says 0, -1 where h says 1
+    # (n, 1): +1 where h says 0, -1 where h says 1
+    v = (1 - 2 * h.to(torch.float32))[:, None]
     # |h_i xor h| = sum_x h_i(x) (1 - 2 h(x)) + sum_x h(x)
     return (_matvec(P, v, chunk)[:, 0] + h.sum()).round().to(torch.int64)
 
 
-def hamming_to_columns(by_point: torch.Tensor, h: torch.Tensor, chunk: int = 64) -> torch.Tensor:
-    """:func:`hamming_to` for a transposed class matrix by_point (n, H): returns (H,) int64."""
-    if not isinstance(by_point, torch.Tensor) or by_point.dtype != torch.bool or by_point.ndim != 2:
-        raise TypeError("by_point must be a bool tensor of shape (n, H) (a transposed class matrix)")
-    if not isinstance(h, torch.Tensor) or h.dtype != torch.bool or h.shape != (by_point.shape[0],):
-        raise TypeError(f"h must be a bool tensor of shape ({by_point.shape[0]},), got "
-                        f"{getattr(h, 'dtype', type(h).__name__)} {tuple(getattr(h, 'shape', ()))}")
-    v = (1 - 2 * h.to(torch.float32))  # (n,)
+def hamming_to_columns(
+    by_point: torch.Tensor, h: torch.Tensor, chunk: int = 64
+) -> torch.Tensor:
+    """:func:`hamming_to` for a transposed class matrix by_point (n, H): returns
+    (H,) int64."""
+    if (
+        not isinstance(by_point, torch.Tensor)
+        or by_point.dtype != torch.bool
+        or by_point.ndim != 2
+    ):
+        raise TypeError(
+            "by_point must be a bool tensor of shape (n, H) (a transposed class matrix)"
+        )
+    if (
+        not isinstance(h, torch.Tensor)
+        or h.dtype != torch.bool
+        or h.shape != (by_point.shape[0],)
+    ):
+        raise TypeError(
+            f"h must be a bool tensor of shape ({by_point.shape[0]},), got "
+            f"{getattr(h, 'dtype', type(h).__name__)} {tuple(getattr(h, 'shape', ()))}"
+        )
+    v = 1 - 2 * h.to(torch.float32)  # (n,)
     acc = torch.zeros(by_point.shape[1], dtype=torch.float32, device=by_point.device)
     for i in range(0, by_point.shape[0], chunk):
-        acc += v[i:i + chunk] @ by_point[i:i + chunk].to(torch.float32)  # (H,)
+        acc += v[i : i + chunk] @ by_point[i : i + chunk].to(torch.float32)  # (H,)
     return (acc + h.sum()).round().to(torch.int64)
 
 
-def disagreement_radius(P: torch.Tensor, hstar: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
+def disagreement_radius(
+    P: torch.Tensor, hstar: torch.Tensor, chunk: int = 8192
+) -> torch.Tensor:
     """rho(x) = min{ dist(h, h*) : h in P, h(x) != h*(x) }, for every pool point x.
 
-    x lies in the disagreement region DIS(B(h*, r)) exactly when rho(x) <= r. Distances are
-    fractions of the pool (uniform distribution). A point no hypothesis flips gets +inf.
+    x lies in the disagreement region DIS(B(h*, r)) exactly when rho(x) <= r.
+    Distances are fractions of the pool (uniform distribution).
+    A point no hypothesis flips gets +inf.
 
     P: (H, n) bool, hstar: (n,) bool. Returns (n,) float64.
     """
@@ -227,16 +337,18 @@ def disagreement_radius(P: torch.Tensor, hstar: torch.Tensor, chunk: int = 8192)
     n = P.shape[1]
     dist = hamming_to(P, hstar)  # (H,) Hamming distance of every hypothesis to h*
     order = torch.argsort(dist, stable=True)  # nearest hypotheses first
-    rho_count = torch.full((n,), -1, dtype=torch.int64, device=P.device)  # -1: not yet flipped
+    # -1: not yet flipped
+    rho_count = torch.full((n,), -1, dtype=torch.int64, device=P.device)
     for i in range(0, P.shape[0], chunk):
         todo = rho_count < 0  # (n,) points no nearer hypothesis has flipped yet
         if not todo.any():
             break  # every point has its radius: farther hypotheses cannot lower it
-        idx = order[i:i + chunk]  # (c,) the next-nearest hypotheses
+        idx = order[i : i + chunk]  # (c,) the next-nearest hypotheses
         diff = P[idx][:, todo] ^ hstar[todo]  # (c, n_todo): where each flips h*
         d = dist[idx]  # (c,) ascending
         hit = diff.any(0)  # (n_todo,) flipped by some hypothesis of this chunk
-        first = diff.to(torch.uint8).argmax(0)  # (n_todo,) nearest flipping hypothesis in the chunk
+        # (n_todo,) nearest flipping hypothesis in the chunk
+        first = diff.to(torch.uint8).argmax(0)
         newly = torch.where(hit, d[first], torch.full_like(d[first], -1))
         rho_count[todo] = newly
     rho = rho_count.double() / n
@@ -247,55 +359,74 @@ def disagreement_radius(P: torch.Tensor, hstar: torch.Tensor, chunk: int = 8192)
 def theta_from_radius(rho: torch.Tensor, r0: float) -> tuple[float, float]:
     """theta(r0) = sup_{r >= r0} P(rho <= r) / r, with P uniform over the pool.
 
-    The ratio only jumps up where r passes a value of rho and falls between jumps, so the sup is
-    attained at r0 or at one of the values rho(x) >= r0: a max over at most n + 1 candidates.
+    The ratio only jumps up where r passes a value of rho and falls between jumps, so
+    the sup is attained at r0 or at one of the values rho(x) >= r0: a max over at most n
+    + 1 candidates.
 
     rho: (n,) float. Returns (theta, the r that attains it).
     """
     if not isinstance(rho, torch.Tensor) or rho.ndim != 1 or rho.numel() == 0:
         raise TypeError("rho must be a non-empty 1-D tensor")
-    if not (isinstance(r0, (int, float)) and not isinstance(r0, bool)) or not 0 < r0 <= 1:
+    if (
+        not (isinstance(r0, (int, float)) and not isinstance(r0, bool))
+        or not 0 < r0 <= 1
+    ):
         raise ValueError(f"r0 must be a number in (0, 1], got {r0!r}")
     finite = rho[torch.isfinite(rho)]
-    cands = torch.cat([torch.tensor([float(r0)], dtype=torch.float64, device=rho.device), finite[finite >= r0].double()])
+    cands = torch.cat(
+        [
+            torch.tensor([float(r0)], dtype=torch.float64, device=rho.device),
+            finite[finite >= r0].double(),
+        ]
+    )
     cands = torch.unique(cands)  # (c,) sorted radii
-    mass = (rho[None, :] <= cands[:, None] + 1e-12).double().mean(1)  # (c,) P(DIS(B(h*, r)))
+    # (c,) P(DIS(B(h*, r)))
+    mass = (rho[None, :] <= cands[:, None] + 1e-12).double().mean(1)
     ratio = mass / cands  # (c,)
     best = int(ratio.argmax())
     return float(ratio[best]), float(cands[best])
 
 
-def disagreement_coefficient(P: torch.Tensor, hstar: torch.Tensor, r0: float | None = None) -> tuple[float, torch.Tensor]:
-    """The disagreement coefficient of the class P around h*, exactly from its definition.
+def disagreement_coefficient(
+    P: torch.Tensor, hstar: torch.Tensor, r0: float | None = None
+) -> tuple[float, torch.Tensor]:
+    """The disagreement coefficient of the class P around h*, exactly from
+    its definition.
 
-    theta(r0) = sup_{r >= r0} P(DIS(B(h*, r))) / r, with B(h*, r) = {h : dist(h, h*) <= r} and
-    DIS(V) = {x : some h, h' in V disagree on x}. Default r0 = 1/n, the smallest non-zero distance.
+    theta(r0) = sup_{r >= r0} P(DIS(B(h*, r))) / r, with B(h*, r) = {h : dist(h, h*) <=
+    r} and DIS(V) = {x : some h, h' in V disagree on x}. Default r0 = 1/n, the smallest
+    non-zero distance.
 
-    P: (H, n) bool, hstar: (n,) bool, a row of P (ValueError otherwise). Returns (theta, rho)
-    with rho of shape (n,) as in :func:`disagreement_radius`.
+    P: (H, n) bool, hstar: (n,) bool, a row of P (ValueError otherwise).
+    Returns (theta, rho) with rho of shape (n,) as in :func:`disagreement_radius`.
     """
     _check_class(P, hstar)
     n = P.shape[1]
     r0 = 1.0 / n if r0 is None else r0
-    if int(hamming_to(P, hstar).min()) != 0:  # P(DIS(B(h*, r))) = P(rho <= r) needs h* in B
-        raise ValueError("hstar must be a row of P (the target must lie in the class); for a "
-                         "target outside it, disagreement_radius still gives rho")
+    if (
+        int(hamming_to(P, hstar).min()) != 0
+    ):  # P(DIS(B(h*, r))) = P(rho <= r) needs h* in B
+        raise ValueError(
+            "hstar must be a row of P (the target must lie in the class); for a "
+            "target outside it, disagreement_radius still gives rho"
+        )
     rho = disagreement_radius(P, hstar)
     theta, _ = theta_from_radius(rho, r0)
     return theta, rho
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Learners on a pool: CAL (active) and random labelling (passive)
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
+
 
 class VersionSpace:
     """The hypotheses of a finite class that agree with every label seen so far.
 
     P: (H, n) bool class matrix. Keeps a transposed copy (n, H) so that "what does every
-    hypothesis say about point i" is one contiguous row, and the indices of the live hypotheses:
-    each label removes about half of them, so later steps touch few entries. :meth:`reset` lets
-    several learners reuse one transposed copy.
+    hypothesis say about point i" is one contiguous row, and the indices of the live
+    hypotheses: each label removes about half of them, so later steps touch few entries.
+    :meth:`reset` lets several learners reuse one transposed copy.
     """
 
     def __init__(self, P: torch.Tensor):
@@ -306,7 +437,8 @@ class VersionSpace:
 
     def reset(self) -> "VersionSpace":
         """Forget every label: all hypotheses alive again."""
-        self.alive_idx = torch.arange(self.n_hypotheses, device=self.by_point.device)  # (H_alive,)
+        # (H_alive,)
+        self.alive_idx = torch.arange(self.n_hypotheses, device=self.by_point.device)
         return self
 
     @property
@@ -316,7 +448,9 @@ class VersionSpace:
     @property
     def alive(self) -> torch.Tensor:
         """(H,) bool mask of the live hypotheses."""
-        mask = torch.zeros(self.n_hypotheses, dtype=torch.bool, device=self.by_point.device)
+        mask = torch.zeros(
+            self.n_hypotheses, dtype=torch.bool, device=self.by_point.device
+        )
         mask[self.alive_idx] = True
         return mask
 
@@ -334,9 +468,13 @@ class VersionSpace:
         self.alive_idx = self.alive_idx[self.labels_at(i) == bool(y)]
 
     def predict(self, i: int) -> bool:
-        """The label the live hypotheses give point i (the majority; unanimous outside DIS(V))."""
+        """The label the live hypotheses give point i (the majority; unanimous
+        outside DIS(V))."""
         if self.n_alive == 0:
-            raise RuntimeError("the version space is empty: the labels are not realisable by this class")
+            raise RuntimeError(
+                "the version space is empty: the labels are not realisable by this "
+                "class"
+            )
         return 2 * int(self.labels_at(i).sum()) >= self.n_alive
 
     def collapsed(self) -> bool:
@@ -354,22 +492,34 @@ def _space(P: torch.Tensor | VersionSpace) -> VersionSpace:
 def _check_labels(n: int, y: torch.Tensor, order: torch.Tensor) -> None:
     if not isinstance(y, torch.Tensor) or y.dtype != torch.bool or y.shape != (n,):
         raise TypeError(f"y must be a bool tensor of shape ({n},)")
-    if not isinstance(order, torch.Tensor) or order.ndim != 1 or order.dtype not in (torch.int64, torch.int32):
-        raise TypeError("order must be a 1-D integer tensor (a permutation of the pool indices)")
-    if order.numel() != n or not torch.equal(torch.sort(order.cpu()).values, torch.arange(n)):
+    if (
+        not isinstance(order, torch.Tensor)
+        or order.ndim != 1
+        or order.dtype not in (torch.int64, torch.int32)
+    ):
+        raise TypeError(
+            "order must be a 1-D integer tensor (a permutation of the pool indices)"
+        )
+    if order.numel() != n or not torch.equal(
+        torch.sort(order.cpu()).values, torch.arange(n)
+    ):
         raise ValueError(f"order must be a permutation of range({n})")
 
 
-def cal_active_learn(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Tensor) -> tuple[int, torch.Tensor, torch.Tensor]:
+def cal_active_learn(
+    P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Tensor
+) -> tuple[int, torch.Tensor, torch.Tensor]:
     """CAL (Cohn, Atlas & Ladner): stream the pool; ask for a label only inside DIS(V).
 
-    Outside the disagreement region every live hypothesis gives the same label, so it is inferred
-    for free. In the realisable case (y is a row of P) every label CAL holds is correct and the
-    final version space agrees with y on the whole pool: zero error. Labels no hypothesis
-    produces raise ValueError (an empty version space, or survivors with non-zero error).
+    Outside the disagreement region every live hypothesis gives the same label, so it is
+    inferred for free. In the realisable case (y is a row of P) every label CAL holds is
+    correct and the final version space agrees with y on the whole pool: zero error.
+    Labels no hypothesis produces raise ValueError (an empty version space, or survivors
+    with non-zero error).
 
-    P: (H, n) bool (or a :class:`VersionSpace` of it, which is reset), y: (n,) bool true labels,
-    order: (n,) permutation. Returns (labels asked, queried mask (n,) bool, final live mask (H,)).
+    P: (H, n) bool (or a :class:`VersionSpace` of it, which is reset), y: (n,) bool true
+    labels, order: (n,) permutation. Returns (labels asked, queried mask (n,) bool,
+    final live mask (H,)).
     """
     vs = _space(P)
     _check_labels(vs.n_points, y, order)
@@ -381,69 +531,90 @@ def cal_active_learn(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: tor
         # else: every h in V agrees on x, the label is known without asking
     if vs.n_alive == 0:
         raise ValueError("y is not realisable: the version space became empty")
-    # The survivors agree with every label CAL asked for; on a skipped point they agree with
-    # one another, and with y only if y is realisable. Check it (y is at hand): no silent
-    # survivor with non-zero error.
+    # The survivors agree with every label CAL asked for; on a skipped point they agree
+    # with one another, and with y only if y is realisable. Check it (y is at hand): no
+    # silent survivor with non-zero error.
     if int(hamming_to_columns(vs.by_point[:, vs.alive_idx], y).max()) != 0:
-        raise ValueError("y is not realisable by this class: CAL inferred some skipped labels "
-                         "wrongly (use robust_cal for noisy labels)")
+        raise ValueError(
+            "y is not realisable by this class: CAL inferred some skipped labels "
+            "wrongly (use robust_cal for noisy labels)"
+        )
     return int(queried.sum()), queried, vs.alive
 
 
-def passive_labels_to_collapse(P: torch.Tensor | VersionSpace, y: torch.Tensor, order: torch.Tensor,
-                               chunk: int = 64) -> int:
-    """Labels random sampling needs before the version space collapses onto y's behaviour.
+def passive_labels_to_collapse(
+    P: torch.Tensor | VersionSpace,
+    y: torch.Tensor,
+    order: torch.Tensor,
+    chunk: int = 64,
+) -> int:
+    """Labels random sampling needs before the version space collapses onto
+    y's behaviour.
 
-    Label the pool in ``order`` (a random order = passive learning). The version space has
-    collapsed once every hypothesis still consistent has zero pool error, so that *every* ERM is
-    exact; this returns the number of labels at which that first happens.
+    Label the pool in ``order`` (a random order = passive learning).
+    The version space has collapsed once every hypothesis still consistent has zero pool
+    error, so that *every* ERM is exact; this returns the number of labels at which that
+    first happens.
 
     P: (H, n) bool (or a :class:`VersionSpace`), y: (n,) bool, a behaviour of the class;
-    order: (n,) permutation. Returns an int in [0, n]. Closed form, one pass over the points
-    in chunks (no per-label host sync).
+    order: (n,) permutation. Returns an int in [0, n]. Closed form, one pass over the
+    points in chunks (no per-label host sync).
     """
     vs = _space(P)
     n = vs.n_points
     _check_labels(n, y, order)
-    # Closed form: hypothesis h leaves the version space at the first position of the stream
-    # where it disagrees with y; the space has collapsed once every hypothesis with non-zero
-    # error has left, i.e. after max_h (first disagreement of h) labels.
+    # Closed form: hypothesis h leaves the version space at the first position of the
+    # stream where it disagrees with y; the space has collapsed once every hypothesis
+    # with non-zero error has left, i.e. after max_h (first disagreement of h) labels.
     dev = vs.by_point.device
     pos = torch.empty(n, dtype=torch.float32, device=dev)
     pos[order.to(dev)] = torch.arange(1, n + 1, dtype=torch.float32, device=dev)
     first = torch.full((vs.n_hypotheses,), math.inf, device=dev)  # (H,)
-    for i in range(0, n, chunk):  # chunks of points: earliest disagreement of each h so far
-        diff = vs.by_point[i:i + chunk] ^ y[i:i + chunk, None].to(dev)  # (c, H)
-        pos_c = torch.where(diff, pos[i:i + chunk, None], math.inf)
+    for i in range(
+        0, n, chunk
+    ):  # chunks of points: earliest disagreement of each h so far
+        diff = vs.by_point[i : i + chunk] ^ y[i : i + chunk, None].to(dev)  # (c, H)
+        pos_c = torch.where(diff, pos[i : i + chunk, None], math.inf)
         first = torch.minimum(first, pos_c.min(0).values)
     perfect = torch.isinf(first)  # (H,) zero pool error: never disagrees
     if not bool(perfect.any()):
-        raise ValueError("y is not realisable: no hypothesis in P labels the pool as y does")
+        raise ValueError(
+            "y is not realisable: no hypothesis in P labels the pool as y does"
+        )
     return 0 if bool(perfect.all()) else int(first[~perfect].max())
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Targets, the greedy baseline and small helpers
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
-def sample_target(P: torch.Tensor, generator: torch.Generator, min_minority: float = 0.15) -> torch.Tensor:
-    """A random target h* from the class whose minority label covers >= ``min_minority`` of the
-    pool (so the task is not nearly constant). Returns (n,) bool, a row of P."""
+
+def sample_target(
+    P: torch.Tensor, generator: torch.Generator, min_minority: float = 0.15
+) -> torch.Tensor:
+    """A random target h* from the class whose minority label covers >= ``min_minority``
+    of the pool (so the task is not nearly constant). Returns (n,) bool, a row of P."""
     _check_class(P)
     if not 0 <= min_minority <= 0.5:
         raise ValueError(f"min_minority must lie in [0, 0.5], got {min_minority}")
-    frac = _matvec(P, torch.ones(P.shape[1], 1, device=P.device))[:, 0] / P.shape[1]  # (H,) fraction labelled 1
+    # (H,) fraction labelled 1
+    frac = _matvec(P, torch.ones(P.shape[1], 1, device=P.device))[:, 0] / P.shape[1]
     ok = torch.nonzero(torch.minimum(frac, 1 - frac) >= min_minority).flatten()
     if ok.numel() == 0:
-        raise ValueError(f"no hypothesis has a minority label of mass >= {min_minority}")
+        raise ValueError(
+            f"no hypothesis has a minority label of mass >= {min_minority}"
+        )
     pick = ok[torch.randint(ok.numel(), (1,), generator=generator).item()]
     return P[pick].clone()
 
 
-def greedy_tree_pool_error(X: torch.Tensor, y: torch.Tensor, depth: int = 2, seed: int = 0) -> float:
-    """Training error of scikit-learn's greedy CART (``DecisionTreeClassifier(max_depth=depth)``)
-    fitted on the whole labelled pool. An exact ERM over the depth-``depth`` class gets 0 whenever
-    y is realisable; greedy top-down splitting need not.
+def greedy_tree_pool_error(
+    X: torch.Tensor, y: torch.Tensor, depth: int = 2, seed: int = 0
+) -> float:
+    """Training error of scikit-learn's greedy CART
+    (``DecisionTreeClassifier(max_depth=depth)``) fitted on the whole labelled pool.
+    An exact ERM over the depth-``depth`` class gets 0 whenever y is realisable; greedy
+    top-down splitting need not.
 
     X: (n, D) float, y: (n,) bool. Returns the fraction of pool points CART gets wrong.
     """
@@ -458,9 +629,11 @@ def greedy_tree_pool_error(X: torch.Tensor, y: torch.Tensor, depth: int = 2, see
 
 
 def loglog_slope(n: torch.Tensor | list, values: torch.Tensor | list) -> float:
-    """Least-squares slope of log(values) against log(n): the exponent b in values ~ n^b.
+    """Least-squares slope of log(values) against log(n): the exponent b in
+    values ~ n^b.
 
-    A polylogarithmic curve has a slope that tends to 0 as n grows; a linear one has slope 1.
+    A polylogarithmic curve has a slope that tends to 0 as n grows; a linear one
+    has slope 1.
     """
     n_t = torch.as_tensor(n, dtype=torch.float64)
     v_t = torch.as_tensor(values, dtype=torch.float64)
@@ -473,12 +646,14 @@ def loglog_slope(n: torch.Tensor | list, values: torch.Tensor | list) -> float:
     return float((a * (b - b.mean())).sum() / (a * a).sum())
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # Exercise checker
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
-def check_disagreement_coefficient(fn: Callable[[torch.Tensor, torch.Tensor], float],
-                                   trials: int = 5, seed: int = 0) -> ExerciseVerdict:
+
+def check_disagreement_coefficient(
+    fn: Callable[[torch.Tensor, torch.Tensor], float], trials: int = 5, seed: int = 0
+) -> ExerciseVerdict:
     """Grade a student's ``fn(P, hstar) -> theta`` (with r0 = 1/n) against the library
     on a few small classes: 1-D thresholds on a line, depth-2 trees on a small grid and
     on the anti-diagonal.
@@ -491,11 +666,20 @@ def check_disagreement_coefficient(fn: Callable[[torch.Tensor, torch.Tensor], fl
     cases = []
     line = torch.arange(12, dtype=torch.float32)[:, None]
     cases.append(("1-D thresholds on 12 points", enumerate_trees(line, depth=1)))
-    cases.append(("depth-2 trees on a 5x5 grid", enumerate_trees(grid_points(5), depth=2)))
-    cases.append(("depth-2 trees on 10 anti-diagonal points",
-                  enumerate_trees(antidiagonal_points(10), depth=2)))
-    targets = [(name, P, P[torch.randint(P.shape[0], (1,), generator=g).item()])
-               for name, P in cases for _ in range(trials)]
+    cases.append(
+        ("depth-2 trees on a 5x5 grid", enumerate_trees(grid_points(5), depth=2))
+    )
+    cases.append(
+        (
+            "depth-2 trees on 10 anti-diagonal points",
+            enumerate_trees(antidiagonal_points(10), depth=2),
+        )
+    )
+    targets = [
+        (name, P, P[torch.randint(P.shape[0], (1,), generator=g).item()])
+        for name, P in cases
+        for _ in range(trials)
+    ]
 
     def trial(fn):
         for t, (name, P, h) in enumerate(targets):
@@ -503,28 +687,35 @@ def check_disagreement_coefficient(fn: Callable[[torch.Tensor, torch.Tensor], fl
             out = fn(P.clone(), h.clone())
             if isinstance(out, torch.Tensor):
                 if out.numel() != 1:
-                    raise AssertionError(f"{name}: return one number (theta), not a "
-                                         f"tensor of shape {tuple(out.shape)}")
+                    raise AssertionError(
+                        f"{name}: return one number (theta), not a "
+                        f"tensor of shape {tuple(out.shape)}"
+                    )
                 out = out.item()
             if isinstance(out, bool) or not isinstance(out, (int, float)):
-                raise AssertionError(f"{name}: return theta as a float, not "
-                                     f"{type(out).__name__}")
+                raise AssertionError(
+                    f"{name}: return theta as a float, not {type(out).__name__}"
+                )
             got = float(out)
             if not math.isfinite(got):
-                raise AssertionError(f"{name}: theta came out as {got}; a point that "
-                                     "no hypothesis flips must never count in DIS")
+                raise AssertionError(
+                    f"{name}: theta came out as {got}; a point that "
+                    "no hypothesis flips must never count in DIS"
+                )
             if got < 1 - 1e-9 or got > n + 1e-9:
                 raise AssertionError(
                     f"{name}: theta = {got:.4g} lies outside [1, n] = [1, {n}]; "
                     "theta(1/n) is a ratio P(DIS(B(h*, r))) / r, with distances and r "
-                    "both fractions of n")
+                    "both fractions of n"
+                )
             want, _ = disagreement_coefficient(P, h)
             if not math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-9):
                 raise AssertionError(
                     f"{name}, target #{t % trials}: your theta = {got:.6g} is not the "
                     "coefficient. Hint: rho(x) is the distance of the *nearest* "
                     "hypothesis that flips x, and the sup runs over every radius "
-                    "r >= 1/n, dividing P(rho <= r) by r")
+                    "r >= 1/n, dividing P(rho <= r) by r"
+                )
         return f"your theta matches the definition on {len(targets)} targets, 3 classes"
 
     return grade_exercise(fn, trial)

@@ -1,4 +1,5 @@
 """Small input checks and angle helpers shared by the chapter-07 modules."""
+
 from __future__ import annotations
 
 import math

@@ -1,5 +1,6 @@
 """The DDPM: noise schedule, forward process, one-step posterior, the oracle
 mixture denoiser and the ancestral sampler."""
+
 from __future__ import annotations
 
 import numbers
@@ -26,8 +27,13 @@ class Schedule:
         return self.betas.shape[0] - 1
 
 
-def ddpm_schedule(T: int, beta_min: float | None = None, beta_max: float | None = None,
-                  device=None, dtype=torch.float32) -> Schedule:
+def ddpm_schedule(
+    T: int,
+    beta_min: float | None = None,
+    beta_max: float | None = None,
+    device=None,
+    dtype=torch.float32,
+) -> Schedule:
     """A linear schedule β_s from ``beta_min`` to ``beta_max`` (defaults 0.2/T and 8/T,
     so that ᾱ_T ≈ 0.01 whatever T: the chain ends close to N(0, I))."""
     T = _int(T, "T", 2)
@@ -35,19 +41,29 @@ def ddpm_schedule(T: int, beta_min: float | None = None, beta_max: float | None 
     beta_max = 8.0 / T if beta_max is None else beta_max
     for v, n in ((beta_min, "beta_min"), (beta_max, "beta_max")):
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not 0 < v < 1:
-            raise ValueError(f"{n} must lie in (0, 1), got {v!r} (T={T}: the default "
-                             "8/T needs T >= 10; use T >= 10, or call ddpm_schedule "
-                             "with a smaller beta_max)")
+            raise ValueError(
+                f"{n} must lie in (0, 1), got {v!r} (T={T}: the default "
+                "8/T needs T >= 10; use T >= 10, or call ddpm_schedule "
+                "with a smaller beta_max)"
+            )
     if beta_min > beta_max:
         raise ValueError(f"beta_min ({beta_min}) must not exceed beta_max ({beta_max})")
-    betas = torch.cat([torch.zeros(1, dtype=torch.float64),
-                       torch.linspace(beta_min, beta_max, T, dtype=torch.float64)])
+    betas = torch.cat(
+        [
+            torch.zeros(1, dtype=torch.float64),
+            torch.linspace(beta_min, beta_max, T, dtype=torch.float64),
+        ]
+    )
     alphas = 1 - betas
     alpha_bar = torch.cumprod(alphas, 0)
     post_var = torch.zeros_like(betas)
     post_var[1:] = (1 - alpha_bar[:-1]) / (1 - alpha_bar[1:]) * betas[1:]
-    return Schedule(*(t.to(device=device, dtype=dtype) for t in
-                      (betas, alphas, alpha_bar, post_var)))
+    return Schedule(
+        *(
+            t.to(device=device, dtype=dtype)
+            for t in (betas, alphas, alpha_bar, post_var)
+        )
+    )
 
 
 def _step_index(s, sched: Schedule) -> Tensor:
@@ -64,9 +80,11 @@ def q_sample(x0: Tensor, s, sched: Schedule, noise: Tensor) -> Tensor:
     (...)."""
     x0, noise = _tensor(x0, "x0"), _tensor(noise, "noise")
     if x0.shape != noise.shape:
-        raise ValueError("x0 and noise must have the same shape, got "
-                         f"{tuple(x0.shape)} "
-                         f"and {tuple(noise.shape)}")
+        raise ValueError(
+            "x0 and noise must have the same shape, got "
+            f"{tuple(x0.shape)} "
+            f"and {tuple(noise.shape)}"
+        )
     s = _step_index(s, sched)
     ab = sched.alpha_bar[s]
     ab = ab[..., None] if ab.ndim else ab
@@ -92,9 +110,11 @@ def posterior(x0: Tensor, xs: Tensor, s, sched: Schedule) -> tuple[Tensor, Tenso
     Returns (μ̃ (..., D), β̃ (...) or a 0-d tensor)."""
     x0, xs = _tensor(x0, "x0"), _tensor(xs, "xs")
     if x0.shape != xs.shape:
-        raise ValueError("x0 and xs must have the same shape, got "
-                         f"{tuple(x0.shape)} and "
-                         f"{tuple(xs.shape)}")
+        raise ValueError(
+            "x0 and xs must have the same shape, got "
+            f"{tuple(x0.shape)} and "
+            f"{tuple(xs.shape)}"
+        )
     s = _step_index(s, sched)
     if s.ndim:
         try:
@@ -102,8 +122,10 @@ def posterior(x0: Tensor, xs: Tensor, s, sched: Schedule) -> tuple[Tensor, Tenso
         except RuntimeError:
             ok = False
         if not ok:
-            raise ValueError(f"s must be an int or broadcast to {tuple(x0.shape[:-1])} "
-                             f"(one step per row of x0), got shape {tuple(s.shape)}")
+            raise ValueError(
+                f"s must be an int or broadcast to {tuple(x0.shape[:-1])} "
+                f"(one step per row of x0), got shape {tuple(s.shape)}"
+            )
     ab, ab_prev = sched.alpha_bar[s], sched.alpha_bar[s - 1]
     beta, alpha = sched.betas[s], sched.alphas[s]
     c0 = ab_prev.sqrt() * beta / (1 - ab)
@@ -113,47 +135,59 @@ def posterior(x0: Tensor, xs: Tensor, s, sched: Schedule) -> tuple[Tensor, Tenso
     return c0 * x0 + cs * xs, sched.post_var[s]
 
 
-def gmm_posterior_mean(xs: Tensor, s: int, sched: Schedule, means: Tensor,
-                       weights: Tensor, sd: float) -> Tensor:
+def gmm_posterior_mean(
+    xs: Tensor, s: int, sched: Schedule, means: Tensor, weights: Tensor, sd: float
+) -> Tensor:
     """The *oracle* reverse mean E[μ̃(x_s, x_0) | x_s] when x_0 ~ Σ_k w_k N(m_k, sd² I):
     the best any denoiser can do (it is what the DDPM loss is minimised by). xs: (B, D);
     means: (B, K, D) or (K, D); weights: (B, K) or (K,). Returns (B, D)."""
     s = int(_step_index(s, sched))
-    xs, means, weights = (_tensor(xs, "xs", ndim=2),
-                          _tensor(means, "means"), _tensor(weights, "weights"))
+    xs, means, weights = (
+        _tensor(xs, "xs", ndim=2),
+        _tensor(means, "means"),
+        _tensor(weights, "weights"),
+    )
     if bool((weights < 0).any()) or not torch.allclose(
-            weights.sum(-1), torch.ones((), dtype=weights.dtype, device=weights.device),
-            atol=1e-5):
-        raise ValueError("weights must be non-negative and sum to 1 over the "
-                         "components")
+        weights.sum(-1),
+        torch.ones((), dtype=weights.dtype, device=weights.device),
+        atol=1e-5,
+    ):
+        raise ValueError(
+            "weights must be non-negative and sum to 1 over the components"
+        )
     if means.shape[-1] != xs.shape[-1] or means.ndim not in (2, 3):
-        raise ValueError(f"means must have shape (B, K, {xs.shape[-1]}) or (K, "
-                         f"{xs.shape[-1]}) to match xs (B, D); got {tuple(means.shape)}")
+        raise ValueError(
+            f"means must have shape (B, K, {xs.shape[-1]}) or (K, "
+            f"{xs.shape[-1]}) to match xs (B, D); got {tuple(means.shape)}"
+        )
     if weights.shape[-1] != means.shape[-2]:
-        raise ValueError(f"weights must have one entry per component (K = "
-                         f"{means.shape[-2]}); got shape {tuple(weights.shape)}")
+        raise ValueError(
+            f"weights must have one entry per component (K = "
+            f"{means.shape[-2]}); got shape {tuple(weights.shape)}"
+        )
     sd = _prob(sd, "sd", 0.0, 1e3)
     ab = sched.alpha_bar[s]
-    var = ab * sd ** 2 + (1 - ab)                  # x_s | k ~ N(√ᾱ m_k, var I)
+    var = ab * sd**2 + (1 - ab)  # x_s | k ~ N(√ᾱ m_k, var I)
     if means.ndim == 2:
         means = means.expand(xs.shape[0], *means.shape)
     if weights.ndim == 1:
         weights = weights.expand(xs.shape[0], -1)
-    diff = xs[:, None, :] - ab.sqrt() * means      # (B, K, D)
-    logp = torch.log(weights.clamp_min(1e-30)) - (diff ** 2).sum(-1) / (2 * var)
-    resp = torch.softmax(logp, -1)                 # (B, K)
-    x0_k = means + (ab.sqrt() * sd ** 2 / var) * diff
-    x0_hat = (resp[..., None] * x0_k).sum(1)       # E[x0 | x_s]
-    mu, _ = posterior(x0_hat, xs, s, sched)        # μ̃ is linear in x0
+    diff = xs[:, None, :] - ab.sqrt() * means  # (B, K, D)
+    logp = torch.log(weights.clamp_min(1e-30)) - (diff**2).sum(-1) / (2 * var)
+    resp = torch.softmax(logp, -1)  # (B, K)
+    x0_k = means + (ab.sqrt() * sd**2 / var) * diff
+    x0_hat = (resp[..., None] * x0_k).sum(1)  # E[x0 | x_s]
+    mu, _ = posterior(x0_hat, xs, s, sched)  # μ̃ is linear in x0
     return mu
 
 
 def ancestral_sample(mean_fn, xT: Tensor, sched: Schedule, generator=None) -> Tensor:
-    """Run x_{s−1} = mean_fn(x_s, s) + √β̃_s z from s = T down to 1. xT: (B, D) → x_0.
-    """
+    """Run x_{s−1} = mean_fn(x_s, s) + √β̃_s z from s = T down to 1.
+    xT: (B, D) → x_0."""
     if not callable(mean_fn):
-        raise TypeError(f"mean_fn must be callable (x_s, s) -> mean, got "
-                        f"{type(mean_fn).__name__}")
+        raise TypeError(
+            f"mean_fn must be callable (x_s, s) -> mean, got {type(mean_fn).__name__}"
+        )
     x = _tensor(xT, "xT", ndim=2)
     for s in range(sched.T, 0, -1):
         z = torch.randn(tuple(x.shape), generator=generator).to(x)

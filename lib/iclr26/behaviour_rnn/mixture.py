@@ -1,5 +1,6 @@
 """The three-component swap mixture model (Bays et al. 2009) fitted by EM, and the
 response measures built on it or on the response plane."""
+
 from __future__ import annotations
 
 import math
@@ -16,9 +17,9 @@ def _a1inv(R: Tensor) -> Tensor:
     *Statistical Analysis of Circular Data*, Sec. 4.5.5); within 1 % of the exact
     inverse over κ ∈ [0.1, 100] (the tests check it against a root finder)."""
     R = R.clamp(1e-6, 1 - 1e-6)
-    low = 2 * R + R ** 3 + 5 * R ** 5 / 6
+    low = 2 * R + R**3 + 5 * R**5 / 6
     mid = -0.4 + 1.39 * R + 0.43 / (1 - R)
-    high = 1 / (R ** 3 - 4 * R ** 2 + 3 * R)
+    high = 1 / (R**3 - 4 * R**2 + 3 * R)
     return torch.where(R < 0.53, low, torch.where(R < 0.85, mid, high))
 
 
@@ -28,8 +29,9 @@ def vm_logpdf(err: Tensor, kappa: Tensor) -> Tensor:
     return kappa * (torch.cos(err) - 1) - log_norm
 
 
-def fit_swap_mixture(response: Tensor, target: Tensor, nontarget: Tensor,
-                     iters: int = 200) -> dict:
+def fit_swap_mixture(
+    response: Tensor, target: Tensor, nontarget: Tensor, iters: int = 200
+) -> dict:
     """Fit p(θ) = w_t VM(θ; θ_t, κ) + w_s VM(θ; θ_nt, κ) + w_g/(2π) by EM.
 
     response, target, nontarget: (B,) angles. Returns floats w_target, w_swap, w_guess,
@@ -40,33 +42,50 @@ def fit_swap_mixture(response: Tensor, target: Tensor, nontarget: Tensor,
         raise ValueError("response, target and nontarget must all have shape (B,)")
     for x, n in ((response, "response"), (target, "target"), (nontarget, "nontarget")):
         if float(x.abs().max()) > 2 * math.pi + 1e-4:
-            raise ValueError(f"{n} must hold angles in radians (|angle| <= 2π); got "
-                             f"values up to {float(x.abs().max()):.3g} -- degrees?")
+            raise ValueError(
+                f"{n} must hold angles in radians (|angle| <= 2π); got "
+                f"values up to {float(x.abs().max()):.3g} -- degrees?"
+            )
     if bool((wrap(target - nontarget).abs() < 1e-6).any()):
-        raise ValueError("target and nontarget coincide on some trials: the target and "
-                         "swap components cannot be told apart there")
+        raise ValueError(
+            "target and nontarget coincide on some trials: the target and "
+            "swap components cannot be told apart there"
+        )
     iters = _int(iters, "iters")
     e_t, e_s = wrap(response - target), wrap(response - nontarget)
     dt = torch.float64
     e_t, e_s = e_t.to(dt), e_s.to(dt)
     w = torch.tensor([0.7, 0.15, 0.15], dtype=dt, device=e_t.device)
     kappa = torch.tensor(5.0, dtype=dt, device=e_t.device)
-    def log_joint(w, kappa):                                # (B, 3)
-        logp = torch.stack([vm_logpdf(e_t, kappa), vm_logpdf(e_s, kappa),
-                            torch.full_like(e_t, -math.log(2 * math.pi))], -1)
+
+    def log_joint(w, kappa):  # (B, 3)
+        logp = torch.stack(
+            [
+                vm_logpdf(e_t, kappa),
+                vm_logpdf(e_s, kappa),
+                torch.full_like(e_t, -math.log(2 * math.pi)),
+            ],
+            -1,
+        )
         return logp + torch.log(w.clamp_min(1e-12))
 
     for _ in range(iters):
-        resp = torch.softmax(log_joint(w, kappa), -1)       # (B, 3) responsibilities
+        resp = torch.softmax(log_joint(w, kappa), -1)  # (B, 3) responsibilities
         w = resp.mean(0)
         rt, rs = resp[:, 0], resp[:, 1]
-        R = ((rt * torch.cos(e_t) + rs * torch.cos(e_s)).sum()
-             / (rt + rs).sum().clamp_min(1e-12))
+        R = (rt * torch.cos(e_t) + rs * torch.cos(e_s)).sum() / (
+            rt + rs
+        ).sum().clamp_min(1e-12)
         kappa = _a1inv(R)
     # the log-likelihood of the parameters returned (after the last M-step)
     loglik = torch.logsumexp(log_joint(w, kappa), -1).mean()
-    return dict(w_target=float(w[0]), w_swap=float(w[1]), w_guess=float(w[2]),
-                kappa=float(kappa), loglik=float(loglik))
+    return dict(
+        w_target=float(w[0]),
+        w_swap=float(w[1]),
+        w_guess=float(w[2]),
+        kappa=float(kappa),
+        loglik=float(loglik),
+    )
 
 
 def angle(x: Tensor) -> Tensor:
@@ -75,8 +94,13 @@ def angle(x: Tensor) -> Tensor:
     return torch.atan2(x[..., 1], x[..., 0])
 
 
-def swap_mode_contrast(response: Tensor, target: Tensor, nontarget: Tensor,
-                       radius: float = 0.3, min_sep: float = math.pi / 2) -> float:
+def swap_mode_contrast(
+    response: Tensor,
+    target: Tensor,
+    nontarget: Tensor,
+    radius: float = 0.3,
+    min_sep: float = math.pi / 2,
+) -> float:
     """Is there a second *mode* at the other colour, in the response plane? On trials
     whose colours are at least ``min_sep`` apart, the fraction of responses within
     ``radius`` of the other colour's point u(c_other) minus the fraction within
@@ -86,11 +110,18 @@ def swap_mode_contrast(response: Tensor, target: Tensor, nontarget: Tensor,
     conditional mean (nearer the cued colour) makes it ≤ 0; a broad unimodal cloud can
     land on either side of 0, and so can a two-peaked one with broad peaks. response:
     (B, 2) points; target, nontarget: (B,) colour angles."""
-    if (isinstance(radius, bool) or not isinstance(radius, numbers.Real)
-            or not math.isfinite(radius) or radius <= 0):
+    if (
+        isinstance(radius, bool)
+        or not isinstance(radius, numbers.Real)
+        or not math.isfinite(radius)
+        or radius <= 0
+    ):
         raise ValueError(f"radius must be a positive float, got {radius!r}")
-    if (isinstance(min_sep, bool) or not isinstance(min_sep, numbers.Real)
-            or not 0 <= min_sep <= math.pi):
+    if (
+        isinstance(min_sep, bool)
+        or not isinstance(min_sep, numbers.Real)
+        or not 0 <= min_sep <= math.pi
+    ):
         raise ValueError(f"min_sep must be an angle in [0, π], got {min_sep!r}")
     _tensor(response, "response", last=2, ndim=2)
     for x, n in ((target, "target"), (nontarget, "nontarget")):
@@ -99,8 +130,9 @@ def swap_mode_contrast(response: Tensor, target: Tensor, nontarget: Tensor,
         raise ValueError("response (B, 2), target (B,) and nontarget (B,) must share B")
     keep = wrap(nontarget - target).abs() >= min_sep
     if not bool(keep.any()):
-        raise ValueError("no trial has its colours at least "
-                         f"min_sep = {min_sep:.3g} apart")
+        raise ValueError(
+            f"no trial has its colours at least min_sep = {min_sep:.3g} apart"
+        )
     other = unit(nontarget)
     mid = (unit(target) + other) / 2
     near_other = ((response - other).norm(dim=-1) < radius)[keep].double().mean()
@@ -108,8 +140,9 @@ def swap_mode_contrast(response: Tensor, target: Tensor, nontarget: Tensor,
     return float(near_other - near_mid)
 
 
-def swap_by_distance(response: Tensor, trials: Trials,
-                     n_bins: int = 4) -> tuple[Tensor, Tensor]:
+def swap_by_distance(
+    response: Tensor, trials: Trials, n_bins: int = 4
+) -> tuple[Tensor, Tensor]:
     """The fitted swap weight in ``n_bins`` equal bins of location distance d ∈ [0, π].
     response: (B, 2). Returns (bin centres (n_bins,), swap weights (n_bins,))."""
     n_bins = _int(n_bins, "n_bins", 2)
@@ -117,8 +150,10 @@ def swap_by_distance(response: Tensor, trials: Trials,
         raise TypeError(f"trials must be a Trials batch, got {type(trials).__name__}")
     response = _tensor(response, "response", last=2, ndim=2)
     if response.shape[0] != len(trials):
-        raise ValueError(f"response must have shape ({len(trials)}, 2), one row per "
-                         f"trial; got {tuple(response.shape)}")
+        raise ValueError(
+            f"response must have shape ({len(trials)}, 2), one row per "
+            f"trial; got {tuple(response.shape)}"
+        )
     th = angle(response)
     d = trials.distance
     edges = torch.linspace(0, math.pi, n_bins + 1, device=d.device)
@@ -126,10 +161,12 @@ def swap_by_distance(response: Tensor, trials: Trials,
     for i in range(n_bins):
         m = (d >= edges[i]) & (d <= edges[i + 1])
         if int(m.sum()) < 20:
-            raise ValueError(f"distance bin {i} holds {int(m.sum())} trials; use fewer "
-                             "bins or more trials (at least 20 per bin)")
+            raise ValueError(
+                f"distance bin {i} holds {int(m.sum())} trials; use fewer "
+                "bins or more trials (at least 20 per bin)"
+            )
         fit = fit_swap_mixture(th[m], trials.target[m], trials.nontarget[m])
-        centres.append(float(edges[i:i + 2].mean()))
+        centres.append(float(edges[i : i + 2].mean()))
         weights.append(fit["w_swap"])
     return torch.tensor(centres), torch.tensor(weights)
 
@@ -139,19 +176,23 @@ def spearman(x, y) -> float:
     average ranks, as in ``scipy.stats.spearmanr``). Raises on a constant sequence,
     where the correlation is undefined."""
     from scipy.stats import rankdata
+
     try:
         x = torch.as_tensor(x, dtype=torch.float64).cpu()
         y = torch.as_tensor(y, dtype=torch.float64).cpu()
     except (TypeError, ValueError, RuntimeError) as e:
         raise TypeError(f"x and y must be sequences of numbers: {e}") from None
     if x.ndim != 1 or x.shape != y.shape or x.numel() < 3:
-        raise ValueError("x and y must be 1-d with the same length >= 3, got shapes "
-                         f"{tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            "x and y must be 1-d with the same length >= 3, got shapes "
+            f"{tuple(x.shape)} and {tuple(y.shape)}"
+        )
     if not (torch.isfinite(x).all() and torch.isfinite(y).all()):
         raise ValueError("x and y must hold finite numbers (no NaN or inf)")
     if x.min() == x.max() or y.min() == y.max():
-        raise ValueError("x and y must not be constant: the rank correlation is "
-                         "undefined")
+        raise ValueError(
+            "x and y must not be constant: the rank correlation is undefined"
+        )
     rx = torch.as_tensor(rankdata(x.numpy()), dtype=torch.float64)
     ry = torch.as_tensor(rankdata(y.numpy()), dtype=torch.float64)
     rx, ry = rx - rx.mean(), ry - ry.mean()

@@ -6,6 +6,7 @@ one cloud of M points whether two 2-D Gaussians describe it better than one (by 
 and, if so, whether the smaller of the two sits at the other item's colour. Pooling
 trials with different colours, as an angle histogram does, mixes many clouds and cannot
 tell a second mode from a broad one."""
+
 from __future__ import annotations
 
 import math
@@ -27,13 +28,16 @@ def pick_stimuli(trials: Trials, K: int, min_sep: float = math.pi / 2) -> Tensor
     min_sep = _prob(min_sep, "min_sep", 0.0, math.pi)
     ok = torch.nonzero(wrap(trials.nontarget - trials.target).abs() >= min_sep)[:, 0]
     if ok.numel() < K:
-        raise ValueError(f"only {ok.numel()} trials have their colours at least "
-                         f"{min_sep:.3g} apart; K = {K} asked for")
+        raise ValueError(
+            f"only {ok.numel()} trials have their colours at least "
+            f"{min_sep:.3g} apart; K = {K} asked for"
+        )
     return ok[:K]
 
 
-def repeat_stimuli(trials: Trials, idx: Tensor, M: int, noise: float,
-                   generator=None) -> Trials:
+def repeat_stimuli(
+    trials: Trials, idx: Tensor, M: int, noise: float, generator=None
+) -> Trials:
     """The stimuli ``trials[idx]`` (colours, locations, cue), each repeated M times
     (stimulus k occupies rows k·M … k·M + M − 1), with fresh surrogate responses x0:
     each row independently the cued colour, the other colour (probability the trial's
@@ -59,14 +63,21 @@ def repeat_stimuli(trials: Trials, idx: Tensor, M: int, noise: float,
     target = colours.gather(1, cue[:, None])[:, 0]
     nontarget = colours.gather(1, 1 - cue[:, None])[:, 0]
     guess = ((torch.rand(B, generator=generator) * 2 - 1) * math.pi).to(dev)
-    theta = torch.where(component == 0, target,
-                        torch.where(component == 1, nontarget, guess))
+    theta = torch.where(
+        component == 0, target, torch.where(component == 1, nontarget, guess)
+    )
     x0 = unit(theta) + noise * torch.randn(B, 2, generator=generator).to(dev)
     return Trials(colours, locations, cue, swap_p, component, x0, trials.visible, pg)
 
 
-def second_mode(samples: Tensor, target: Tensor, nontarget: Tensor,
-                min_weight: float = 0.05, n_init: int = 3, seed: int = 0) -> dict:
+def second_mode(
+    samples: Tensor,
+    target: Tensor,
+    nontarget: Tensor,
+    min_weight: float = 0.05,
+    n_init: int = 3,
+    seed: int = 0,
+) -> dict:
     """For each stimulus k, fit one and two full-covariance 2-D Gaussians to its
     samples[k] (M points) by maximum likelihood (scikit-learn's EM) and call it a
     **second mode at the other colour** when (i) BIC prefers two components, (ii) the
@@ -85,8 +96,10 @@ def second_mode(samples: Tensor, target: Tensor, nontarget: Tensor,
         _tensor(x, n, ndim=1)
     K, M = samples.shape[:2]
     if not target.shape[0] == nontarget.shape[0] == K:
-        raise ValueError(f"target and nontarget must have shape ({K},), one per "
-                         f"stimulus; got {tuple(target.shape)}, {tuple(nontarget.shape)}")
+        raise ValueError(
+            f"target and nontarget must have shape ({K},), one per "
+            f"stimulus; got {tuple(target.shape)}, {tuple(nontarget.shape)}"
+        )
     if M < 20:
         raise ValueError(f"need at least 20 samples per stimulus, got M = {M}")
     min_weight = _prob(min_weight, "min_weight", 0.0, 0.5)
@@ -99,16 +112,20 @@ def second_mode(samples: Tensor, target: Tensor, nontarget: Tensor,
     out = {k: np.zeros(K) for k in ("llr", "dbic", "w_minor", "d_other", "d_cued")}
     for k in range(K):
         g1 = GaussianMixture(1, covariance_type="full", random_state=seed).fit(xs[k])
-        g2 = GaussianMixture(2, covariance_type="full", n_init=n_init,
-                             random_state=seed).fit(xs[k])
+        g2 = GaussianMixture(
+            2, covariance_type="full", n_init=n_init, random_state=seed
+        ).fit(xs[k])
         j = int(np.argmin(g2.weights_))
         out["llr"][k] = g2.score(xs[k]) - g1.score(xs[k])
         out["dbic"][k] = g1.bic(xs[k]) - g2.bic(xs[k])
         out["w_minor"][k] = g2.weights_[j]
         out["d_other"][k] = np.linalg.norm(g2.means_[j] - u_o[k])
         out["d_cued"][k] = np.linalg.norm(g2.means_[j] - u_t[k])
-    det = ((out["dbic"] > 0) & (out["w_minor"] >= min_weight)
-           & (out["d_other"] < out["d_cued"]))
+    det = (
+        (out["dbic"] > 0)
+        & (out["w_minor"] >= min_weight)
+        & (out["d_other"] < out["d_cued"])
+    )
     out["detected"] = det
     out["fraction"] = float(det.mean())
     return out
@@ -127,8 +144,14 @@ def gaussian_like(samples: Tensor, generator=None) -> Tensor:
     return mean + z @ torch.linalg.cholesky(cov).transpose(1, 2)
 
 
-def two_mode_like(target: Tensor, nontarget: Tensor, M: int, w_swap: float,
-                  kappa: float, generator=None) -> Tensor:
+def two_mode_like(
+    target: Tensor,
+    nontarget: Tensor,
+    M: int,
+    w_swap: float,
+    kappa: float,
+    generator=None,
+) -> Tensor:
     """A positive control: for each stimulus, M points, each at the other colour's
     point u(c_other) with probability ``w_swap`` and at u(c_cued) otherwise, plus
     isotropic N(0, I/κ) (angular spread ≈ 1/√κ, as a von Mises of concentration κ).
@@ -139,8 +162,12 @@ def two_mode_like(target: Tensor, nontarget: Tensor, M: int, w_swap: float,
         raise ValueError("target and nontarget must have the same shape (K,)")
     M = _int(M, "M")
     w_swap = _prob(w_swap, "w_swap")
-    if (isinstance(kappa, bool) or not isinstance(kappa, numbers.Real)
-            or not math.isfinite(kappa) or kappa <= 0):
+    if (
+        isinstance(kappa, bool)
+        or not isinstance(kappa, numbers.Real)
+        or not math.isfinite(kappa)
+        or kappa <= 0
+    ):
         raise ValueError(f"kappa must be a positive float, got {kappa!r}")
     K = target.shape[0]
     swap = (torch.rand(K, M, generator=generator) < w_swap).to(target.device)

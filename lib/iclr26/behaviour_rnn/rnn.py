@@ -1,6 +1,7 @@
 """The leaky RNN with a fixed orthonormal readout, its three training objectives
 (DDPM reverse chain by teacher forcing, MSE, Gaussian moment matching), sampling and
 the training loop."""
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,15 @@ class LeakyRNN(nn.Module):
     W_xᵀW_x) r unchanged. For moment matching, ``chol_head`` maps r to the 3 entries of
     a 2×2 Cholesky factor."""
 
-    def __init__(self, N: int = 64, alpha: float = 0.5, nonlin: str = "relu",
-                 hidden: int = 0, gain: float | None = None, generator=None):
+    def __init__(
+        self,
+        N: int = 64,
+        alpha: float = 0.5,
+        nonlin: str = "relu",
+        hidden: int = 0,
+        gain: float | None = None,
+        generator=None,
+    ):
         super().__init__()
         N = _int(N, "N", 3)
         hidden = _int(hidden, "hidden", 0)
@@ -47,7 +55,7 @@ class LeakyRNN(nn.Module):
             self.W2 = nn.Parameter(w2)
             self.b2 = nn.Parameter(torch.zeros(N))
         q, _ = torch.linalg.qr(torch.randn(N, 2, generator=g))
-        self.register_buffer("Wx", q.T.contiguous())          # (2, N), rows orthonormal
+        self.register_buffer("Wx", q.T.contiguous())  # (2, N), rows orthonormal
         # x is stored as gain·x along W_x; gain = 1 (the default) is the paper's
         # orthonormal readout. (gain = √N, making x as large as the other directions,
         # trained worse.)
@@ -77,8 +85,8 @@ class LeakyRNN(nn.Module):
         return r + self.gain * (x - self.readout(r)) @ self.Wx
 
     def chol(self, r: Tensor) -> Tensor:
-        """(B, N) → (B, 2, 2) lower-triangular Cholesky factor with positive diagonal.
-        """
+        """(B, N) → (B, 2, 2) lower-triangular Cholesky factor with positive
+        diagonal."""
         h = self.chol_head(r)
         L = torch.zeros(r.shape[0], 2, 2, device=r.device, dtype=r.dtype)
         L[:, 0, 0] = nn.functional.softplus(h[:, 0]) + 1e-3
@@ -87,8 +95,8 @@ class LeakyRNN(nn.Module):
         return L
 
     def prepare(self, u: Tensor, n_pre: int) -> Tensor:
-        """Run the stimulus and delay (the first ``n_pre`` inputs) from r = 0. → (B, N).
-        """
+        """Run the stimulus and delay (the first ``n_pre`` inputs) from r = 0.
+        → (B, N)."""
         r = torch.zeros(u.shape[1], self.N, device=u.device, dtype=u.dtype)
         for t in range(n_pre):
             r = self.step(r, u[t])
@@ -99,15 +107,25 @@ def _check_net_inputs(net, trials, sched):
     if not isinstance(net, LeakyRNN):
         raise TypeError(f"net must be a LeakyRNN, got {type(net).__name__}")
     if not isinstance(trials, Trials):
-        raise TypeError(f"trials must be a Trials batch (from make_trials), got "
-                        f"{type(trials).__name__}")
+        raise TypeError(
+            f"trials must be a Trials batch (from make_trials), got "
+            f"{type(trials).__name__}"
+        )
     if sched is not None and not isinstance(sched, Schedule):
-        raise TypeError(f"sched must be a Schedule (from ddpm_schedule), got "
-                        f"{type(sched).__name__}")
+        raise TypeError(
+            f"sched must be a Schedule (from ddpm_schedule), got {type(sched).__name__}"
+        )
 
 
-def ddpm_rnn_loss(net: LeakyRNN, trials: Trials, sched: Schedule, n_stim: int,
-                  n_delay: int, generator=None, weighting: str = "mu") -> Tensor:
+def ddpm_rnn_loss(
+    net: LeakyRNN,
+    trials: Trials,
+    sched: Schedule,
+    n_stim: int,
+    n_delay: int,
+    generator=None,
+    weighting: str = "mu",
+) -> Tensor:
     """The DDPM loss of the RNN on a batch: teacher-force W_x r to x_s of a forward
     chain, take one Euler step, and compare μ_θ = W_x r' with μ̃(x_s, x_0), summed over
     s, averaged over trials. ``weighting="mu"``: the unweighted mean error (the ELBO's
@@ -118,25 +136,26 @@ def ddpm_rnn_loss(net: LeakyRNN, trials: Trials, sched: Schedule, n_stim: int,
         raise ValueError(f"weighting must be 'mu' or 'eps', got {weighting!r}")
     T, n_pre = sched.T, n_stim + n_delay
     u = trial_inputs(trials, n_stim, n_delay, T)
-    chain = forward_chain(trials.x0, sched, generator)          # (T + 1, B, 2)
+    chain = forward_chain(trials.x0, sched, generator)  # (T + 1, B, 2)
     r = net.prepare(u, n_pre)
     mus = []
-    for k, s in enumerate(range(T, 0, -1)):        # reverse time: s = T … 1
+    for k, s in enumerate(range(T, 0, -1)):  # reverse time: s = T … 1
         r = net.step(net.set_x(r, chain[s]), u[n_pre + k])
         mus.append(net.readout(r))
-    mu = torch.stack(mus[::-1])                                 # (T, B, 2), entry s − 1
+    mu = torch.stack(mus[::-1])  # (T, B, 2), entry s − 1
     steps = torch.arange(1, T + 1, device=chain.device)[:, None]
     mu_tilde, _ = posterior(chain[0].expand_as(chain[1:]), chain[1:], steps, sched)
-    err = ((mu - mu_tilde) ** 2).sum(-1).mean(-1)               # (T,) one term per step
+    err = ((mu - mu_tilde) ** 2).sum(-1).mean(-1)  # (T,) one term per step
     # ‖ε̂ − ε‖² = ‖μ_θ − μ̃‖² · α_s (1 − ᾱ_s) / β_s²  (mean over s)
     if weighting == "eps":
         b = sched.betas[1:]
-        err = err * sched.alphas[1:] * (1 - sched.alpha_bar[1:]) / b ** 2 / T
+        err = err * sched.alphas[1:] * (1 - sched.alpha_bar[1:]) / b**2 / T
     return err.sum()
 
 
-def final_state(net: LeakyRNN, trials: Trials, n_stim: int, n_delay: int,
-                T: int) -> Tensor:
+def final_state(
+    net: LeakyRNN, trials: Trials, n_stim: int, n_delay: int, T: int
+) -> Tensor:
     """Run a whole trial without teacher forcing (the MSE and moment-matched nets). →
     (B, N)."""
     u = trial_inputs(trials, n_stim, n_delay, T)
@@ -146,8 +165,9 @@ def final_state(net: LeakyRNN, trials: Trials, n_stim: int, n_delay: int,
     return r
 
 
-def mse_loss(net: LeakyRNN, trials: Trials, n_stim: int, n_delay: int,
-             T: int) -> Tensor:
+def mse_loss(
+    net: LeakyRNN, trials: Trials, n_stim: int, n_delay: int, T: int
+) -> Tensor:
     """‖W_x r_end − x0‖², averaged: its minimiser is the conditional mean E[x0 |
     stimulus]."""
     _check_net_inputs(net, trials, None)
@@ -155,8 +175,9 @@ def mse_loss(net: LeakyRNN, trials: Trials, n_stim: int, n_delay: int,
     return ((net.readout(r) - trials.x0) ** 2).sum(-1).mean()
 
 
-def moment_matching_loss(net: LeakyRNN, trials: Trials, n_stim: int, n_delay: int,
-                         T: int) -> Tensor:
+def moment_matching_loss(
+    net: LeakyRNN, trials: Trials, n_stim: int, n_delay: int, T: int
+) -> Tensor:
     """Gaussian negative log-likelihood of x0 under N(W_x r_end, L Lᵀ): its minimiser
     matches the conditional mean and covariance (the first two moments), and nothing
     else."""
@@ -166,13 +187,20 @@ def moment_matching_loss(net: LeakyRNN, trials: Trials, n_stim: int, n_delay: in
     diff = (trials.x0 - net.readout(r))[..., None]
     z = torch.linalg.solve_triangular(L, diff, upper=False)[..., 0]
     logdet = torch.log(torch.diagonal(L, dim1=-2, dim2=-1)).sum(-1)
-    return (0.5 * (z ** 2).sum(-1) + logdet).mean()
+    return (0.5 * (z**2).sum(-1) + logdet).mean()
 
 
 @torch.no_grad()
-def sample_responses(net: LeakyRNN, trials: Trials, method: str, n_stim: int,
-                     n_delay: int, T: int, sched: Schedule | None = None,
-                     generator=None) -> Tensor:
+def sample_responses(
+    net: LeakyRNN,
+    trials: Trials,
+    method: str,
+    n_stim: int,
+    n_delay: int,
+    T: int,
+    sched: Schedule | None = None,
+    generator=None,
+) -> Tensor:
     """The network's responses to ``trials``, (B, 2). ``"ddpm"``: the RNN runs the
     reverse chain from x_T ~ N(0, I), adding √β̃_s z in the behavioural subspace after
     each step; ``"mse"``: its deterministic readout; ``"mm"``: a draw from its Gaussian.
@@ -183,8 +211,9 @@ def sample_responses(net: LeakyRNN, trials: Trials, method: str, n_stim: int,
     B, dev = len(trials), trials.colours.device
     if method == "ddpm":
         if sched is None or sched.T != T:
-            raise ValueError("method 'ddpm' needs the Schedule it was trained with "
-                             "(sched.T == T)")
+            raise ValueError(
+                "method 'ddpm' needs the Schedule it was trained with (sched.T == T)"
+            )
         u = trial_inputs(trials, n_stim, n_delay, T)
         r = net.prepare(u, n_stim + n_delay)
         x = torch.randn(B, 2, generator=generator).to(dev)
@@ -200,12 +229,28 @@ def sample_responses(net: LeakyRNN, trials: Trials, method: str, n_stim: int,
     return net.readout(r) + (net.chol(r) @ z)[..., 0]
 
 
-def train(method: str, N: int = 64, iters: int = 800, batch: int = 256, T: int = 20,
-          n_stim: int = 4, n_delay: int = 4, lr: float = 3e-3, swap_prob: float = 0.2,
-          guess_prob: float = 0.05, noise: float = 0.15, swap_kind: str = "flat",
-          alpha: float = 0.5, nonlin: str = "relu", hidden: int = 0, gain=None,
-          visible: bool = False, seed: int = 0, device=None,
-          weighting: str = "mu"):
+def train(
+    method: str,
+    N: int = 64,
+    iters: int = 800,
+    batch: int = 256,
+    T: int = 20,
+    n_stim: int = 4,
+    n_delay: int = 4,
+    lr: float = 3e-3,
+    swap_prob: float = 0.2,
+    guess_prob: float = 0.05,
+    noise: float = 0.15,
+    swap_kind: str = "flat",
+    alpha: float = 0.5,
+    nonlin: str = "relu",
+    hidden: int = 0,
+    gain=None,
+    visible: bool = False,
+    seed: int = 0,
+    device=None,
+    weighting: str = "mu",
+):
     """Train one RNN by ``method`` on fresh surrogate trials each iteration (Adam,
     cosine learning-rate decay). Returns (net, schedule or None, list of losses)."""
     if method not in METHODS:
@@ -213,8 +258,10 @@ def train(method: str, N: int = 64, iters: int = 800, batch: int = 256, T: int =
     iters, batch = _int(iters, "iters"), _int(batch, "batch")
     seed = _int(seed, "seed", 0)
     if method == "ddpm" and _int(T, "T") < 10:
-        raise ValueError(f"method 'ddpm' needs T >= 10, got T = {T}: train uses the "
-                         "default schedule, whose β_max = 8/T must stay below 1")
+        raise ValueError(
+            f"method 'ddpm' needs T >= 10, got T = {T}: train uses the "
+            "default schedule, whose β_max = 8/T must stay below 1"
+        )
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < 1:
         raise ValueError(f"lr must be a float in (0, 1), got {lr!r}")
     # Three generators, so that every method sees the same initialisation and the *same*
@@ -222,15 +269,24 @@ def train(method: str, N: int = 64, iters: int = 800, batch: int = 256, T: int =
     g = torch.Generator().manual_seed(seed)
     g_data = torch.Generator().manual_seed(seed + 1_000_003)
     g_noise = torch.Generator().manual_seed(seed + 2_000_003)
-    net = LeakyRNN(N, alpha=alpha, nonlin=nonlin, hidden=hidden, gain=gain,
-                   generator=g).to(device)
+    net = LeakyRNN(
+        N, alpha=alpha, nonlin=nonlin, hidden=hidden, gain=gain, generator=g
+    ).to(device)
     sched = ddpm_schedule(T, device=device) if method == "ddpm" else None
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     lr_sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, iters)
     losses = []
     for _ in range(iters):
-        tr = make_trials(batch, swap_prob, guess_prob, noise, swap_kind,
-                         generator=g_data, device=device, visible=visible)
+        tr = make_trials(
+            batch,
+            swap_prob,
+            guess_prob,
+            noise,
+            swap_kind,
+            generator=g_data,
+            device=device,
+            visible=visible,
+        )
         if method == "ddpm":
             loss = ddpm_rnn_loss(net, tr, sched, n_stim, n_delay, g_noise, weighting)
         elif method == "mse":

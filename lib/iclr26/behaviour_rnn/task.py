@@ -1,5 +1,6 @@
 """The two-item delayed-estimation task and the surrogate behaviour (target, swap,
 guess), and the input sequence the RNN sees."""
+
 from __future__ import annotations
 
 import math
@@ -54,16 +55,27 @@ def distance_profile(swap_prob: float, length: float = 1.0) -> tuple[float, floa
     chosen so that its mean over d ~ U[0, π] (two uniform locations) equals
     ``swap_prob``. Returns (a, length)."""
     swap_prob = _prob(swap_prob, "swap_prob")
-    if (isinstance(length, bool) or not isinstance(length, numbers.Real)
-            or not math.isfinite(length) or length <= 0):
+    if (
+        isinstance(length, bool)
+        or not isinstance(length, numbers.Real)
+        or not math.isfinite(length)
+        or length <= 0
+    ):
         raise ValueError(f"length must be a positive float, got {length!r}")
     mean_exp = length / math.pi * (1 - math.exp(-math.pi / length))
     return swap_prob / mean_exp, float(length)
 
 
-def make_trials(batch: int, swap_prob: float = 0.2, guess_prob: float = 0.05,
-                noise: float = 0.15, swap_kind: str = "flat", generator=None,
-                device=None, visible: bool = False) -> Trials:
+def make_trials(
+    batch: int,
+    swap_prob: float = 0.2,
+    guess_prob: float = 0.05,
+    noise: float = 0.15,
+    swap_kind: str = "flat",
+    generator=None,
+    device=None,
+    visible: bool = False,
+) -> Trials:
     """Sample ``batch`` trials and the surrogate's response to each.
 
     swap_kind ``"flat"``: every trial swaps with probability ``swap_prob``.
@@ -79,11 +91,14 @@ def make_trials(batch: int, swap_prob: float = 0.2, guess_prob: float = 0.05,
     guess_prob = _prob(guess_prob, "guess_prob")
     noise = _prob(noise, "noise", 0.0, 10.0)
     if swap_kind not in ("flat", "distance", "none"):
-        raise ValueError("swap_kind must be 'flat', 'distance' or 'none', got "
-                         f"{swap_kind!r}")
+        raise ValueError(
+            f"swap_kind must be 'flat', 'distance' or 'none', got {swap_kind!r}"
+        )
     if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got "
-                        f"{type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a torch.Generator or None, got "
+            f"{type(generator).__name__}"
+        )
     g = generator
     dev = torch.device(device) if device is not None else torch.device("cpu")
     colours = (torch.rand(batch, 2, generator=g) * 2 - 1) * math.pi
@@ -95,25 +110,38 @@ def make_trials(batch: int, swap_prob: float = 0.2, guess_prob: float = 0.05,
     elif swap_kind == "distance":
         a, length = distance_profile(swap_prob)
         if a + guess_prob > 1:
-            raise ValueError(f"swap_prob={swap_prob} needs a peak swap probability "
-                             f"{a:.2f}, which with guess_prob={guess_prob} exceeds 1")
+            raise ValueError(
+                f"swap_prob={swap_prob} needs a peak swap probability "
+                f"{a:.2f}, which with guess_prob={guess_prob} exceeds 1"
+            )
         swap_p = a * torch.exp(-d / length)
     else:
         swap_p = torch.zeros(batch)
     if (swap_p + guess_prob > 1 + 1e-9).any():
-        raise ValueError("swap_prob + guess_prob must be <= 1, got "
-                         f"{swap_prob} + {guess_prob}")
+        raise ValueError(
+            f"swap_prob + guess_prob must be <= 1, got {swap_prob} + {guess_prob}"
+        )
     u = torch.rand(batch, generator=g)
-    component = torch.where(u < guess_prob, 2,
-                            torch.where(u < guess_prob + swap_p, 1, 0))
+    component = torch.where(
+        u < guess_prob, 2, torch.where(u < guess_prob + swap_p, 1, 0)
+    )
     target = colours.gather(1, cue[:, None])[:, 0]
     nontarget = colours.gather(1, 1 - cue[:, None])[:, 0]
     guess = (torch.rand(batch, generator=g) * 2 - 1) * math.pi
-    theta = torch.where(component == 0, target,
-                        torch.where(component == 1, nontarget, guess))
+    theta = torch.where(
+        component == 0, target, torch.where(component == 1, nontarget, guess)
+    )
     x0 = unit(theta) + noise * torch.randn(batch, 2, generator=g)
-    return Trials(colours.to(dev), locations.to(dev), cue.to(dev), swap_p.to(dev),
-                  component.to(dev), x0.to(dev), visible, guess_prob)
+    return Trials(
+        colours.to(dev),
+        locations.to(dev),
+        cue.to(dev),
+        swap_p.to(dev),
+        component.to(dev),
+        x0.to(dev),
+        visible,
+        guess_prob,
+    )
 
 
 def conditional_mean(trials: Trials, swap_prob=None, guess_prob=None) -> Tensor:
@@ -122,16 +150,20 @@ def conditional_mean(trials: Trials, swap_prob=None, guess_prob=None) -> Tensor:
     defaults to each trial's own π_s, ``guess_prob`` to the one the trials were drawn
     with."""
     if not isinstance(trials, Trials):
-        raise TypeError(f"trials must be a Trials batch (from make_trials), got "
-                        f"{type(trials).__name__}")
+        raise TypeError(
+            f"trials must be a Trials batch (from make_trials), got "
+            f"{type(trials).__name__}"
+        )
     pg = trials.guess_prob if guess_prob is None else _prob(guess_prob, "guess_prob")
     if swap_prob is None:
         ps = trials.swap_p
     else:
         ps = torch.full_like(trials.swap_p, _prob(swap_prob, "swap_prob"))
     if bool((ps + pg > 1 + 1e-9).any()):
-        raise ValueError(f"swap_prob + guess_prob must be <= 1, got up to "
-                         f"{float(ps.max()):.3g} + {pg}")
+        raise ValueError(
+            f"swap_prob + guess_prob must be <= 1, got up to "
+            f"{float(ps.max()):.3g} + {pg}"
+        )
     pt = 1 - ps - pg
     return pt[:, None] * unit(trials.target) + ps[:, None] * unit(trials.nontarget)
 
@@ -144,36 +176,51 @@ def trial_inputs(trials: Trials, n_stim: int, n_delay: int, T: int) -> Tensor:
     n_stim, n_delay = _int(n_stim, "n_stim"), _int(n_delay, "n_delay", 0)
     T = _int(T, "T")
     B, dev = len(trials), trials.colours.device
-    stim = torch.cat([unit(trials.colours[:, 0]), unit(trials.locations[:, 0]),
-                      unit(trials.colours[:, 1]), unit(trials.locations[:, 1])], -1)
+    stim = torch.cat(
+        [
+            unit(trials.colours[:, 0]),
+            unit(trials.locations[:, 0]),
+            unit(trials.colours[:, 1]),
+            unit(trials.locations[:, 1]),
+        ],
+        -1,
+    )
     u = torch.zeros(n_stim + n_delay + T, B, N_IN, device=dev)
     u[:n_stim, :, :8] = stim
     if trials.visible:
-        u[n_stim + n_delay:, :, :8] = stim
+        u[n_stim + n_delay :, :, :8] = stim
     cue = nn.functional.one_hot(trials.cue, 2).float()
-    u[n_stim + n_delay:, :, 8:10] = cue
+    u[n_stim + n_delay :, :, 8:10] = cue
     # s/T, s = T … 1
     clock = torch.arange(T, 0, -1, device=dev, dtype=torch.float32) / T
-    u[n_stim + n_delay:, :, 10] = clock[:, None]
+    u[n_stim + n_delay :, :, 10] = clock[:, None]
     return u
 
 
-def conditional_cov(trials: Trials, noise: float, swap_prob=None,
-                    guess_prob=None) -> Tensor:
+def conditional_cov(
+    trials: Trials, noise: float, swap_prob=None, guess_prob=None
+) -> Tensor:
     """Cov[x0 | colours, cue] of the surrogate, (B, 2, 2): the second moment the
     Gaussian moment matcher fits. ``swap_prob``, ``guess_prob`` default as in
     :func:`conditional_mean`; ``noise`` is the blur's standard deviation."""
     if not isinstance(trials, Trials):
-        raise TypeError(f"trials must be a Trials batch (from make_trials), got "
-                        f"{type(trials).__name__}")
+        raise TypeError(
+            f"trials must be a Trials batch (from make_trials), got "
+            f"{type(trials).__name__}"
+        )
     noise = _prob(noise, "noise", 0.0, 10.0)
     pg = trials.guess_prob if guess_prob is None else _prob(guess_prob, "guess_prob")
     mean = conditional_mean(trials, swap_prob, guess_prob)
-    ps = trials.swap_p if swap_prob is None else torch.full_like(
-        trials.swap_p, _prob(swap_prob, "swap_prob"))
+    ps = (
+        trials.swap_p
+        if swap_prob is None
+        else torch.full_like(trials.swap_p, _prob(swap_prob, "swap_prob"))
+    )
     ut, uo = unit(trials.target), unit(trials.nontarget)
     eye = torch.eye(2, device=ut.device, dtype=ut.dtype)
-    second = (((1 - ps - pg)[:, None, None] * ut[:, :, None] * ut[:, None, :])
-              + ps[:, None, None] * uo[:, :, None] * uo[:, None, :]
-              + pg / 2 * eye)                      # E[u uᵀ]; a uniform guess: I/2
-    return second - mean[:, :, None] * mean[:, None, :] + noise ** 2 * eye
+    second = (
+        ((1 - ps - pg)[:, None, None] * ut[:, :, None] * ut[:, None, :])
+        + ps[:, None, None] * uo[:, :, None] * uo[:, None, :]
+        + pg / 2 * eye
+    )  # E[u uᵀ]; a uniform guess: I/2
+    return second - mean[:, :, None] * mean[:, None, :] + noise**2 * eye

@@ -13,18 +13,41 @@ in the notebook.
     from iclr26.chronoplay.calibration import GRID, CAL_SEEDS, claim_values
     rows = [claim_values(s, **GRID["slang 0.3"]) for s in CAL_SEEDS]
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from .drift import alarm_rates, calibrate_lambda, detect_drift, drift_stream
 from .retrieval import RETRIEVERS, evaluate_versions, recall_at_k
-from .world import (GameWorld, Questions, benchmark, build_kb, f1_score, make_world,
-                    stale_mask, topic_phases, truly_stale)
+from .world import (
+    GameWorld,
+    Questions,
+    benchmark,
+    build_kb,
+    f1_score,
+    make_world,
+    stale_mask,
+    topic_phases,
+    truly_stale,
+)
 
-CI = dict(n_entities=72, n_versions=6, n_questions=400, change_rate=0.15, renames=1,
-          slang=0.6, drift=1.0, windows=6, per_window=300, burst_rate=0.3,
-          burst_size=8.0, n_streams=100, max_syllables=3, claim_drift=1.5)
+CI = dict(
+    n_entities=72,
+    n_versions=6,
+    n_questions=400,
+    change_rate=0.15,
+    renames=1,
+    slang=0.6,
+    drift=1.0,
+    windows=6,
+    per_window=300,
+    burst_rate=0.3,
+    burst_size=8.0,
+    n_streams=100,
+    max_syllables=3,
+    claim_drift=1.5,
+)
 # claim_drift: the evaluation streams' drift for drift-hit and drift-gain (the world's
 # questions drift by ``drift``)
 GRID = {
@@ -46,7 +69,9 @@ DRIFT_GRID = {
     "drift 1.0": dict(claim_drift=1.0),
     "drift 1.25": dict(claim_drift=1.25),
     "drift 2.0": dict(claim_drift=2.0),
-    "bursts 0.1 x (1+4), drift 1.0": dict(burst_rate=0.1, burst_size=4.0, claim_drift=1.0),
+    "bursts 0.1 x (1+4), drift 1.0": dict(
+        burst_rate=0.1, burst_size=4.0, claim_drift=1.0
+    ),
     "bursts 0.3 x (1+16)": dict(burst_size=16.0),
     "150 per window": dict(per_window=150),
     "600 per window": dict(per_window=600),
@@ -54,12 +79,12 @@ DRIFT_GRID = {
     "8 windows per phase": dict(windows=8),
     "10 versions": dict(n_versions=10),
 }
-# world seeds 10_000 apart: stream s of world seed w uses seeds w + s and w + 7919 + s, so
-# closer seeds (the first grid used 1..8) would share all but one of their streams
+# world seeds 10_000 apart: stream s of world seed w uses seeds w + s and w + 7919 + s,
+# so closer seeds (the first grid used 1..8) would share all but one of their streams
 CAL_SEEDS = tuple(10_000 * i for i in range(1, 9))
 GAMMAS = (0.5, 1.0, 2.0)
 FA_BUDGET = 0.05  # false alarms per window allowed on quiet development streams
-DEV_DRIFT = 1.0   # the drift of the development streams that choose gamma
+DEV_DRIFT = 1.0  # the drift of the development streams that choose gamma
 
 
 def rank_flip(world: GameWorld, bench: list[Questions], k: int = 1) -> float:
@@ -67,27 +92,52 @@ def rank_flip(world: GameWorld, bench: list[Questions], k: int = 1) -> float:
     version), each with the fresh index: > 0 when the ordering flips."""
     r = {}
     for name in ("BM25", "char 3-grams"):
-        r[name] = [recall_at_k(RETRIEVERS[name](build_kb(world, t)).scores(
-            bench[t].text), bench[t].entity, k).mean() for t in (0, len(bench) - 1)]
-    return float(min(r["BM25"][0] - r["char 3-grams"][0],
-                     r["char 3-grams"][1] - r["BM25"][1]))
+        r[name] = [
+            recall_at_k(
+                RETRIEVERS[name](build_kb(world, t)).scores(bench[t].text),
+                bench[t].entity,
+                k,
+            ).mean()
+            for t in (0, len(bench) - 1)
+        ]
+    return float(
+        min(r["BM25"][0] - r["char 3-grams"][0], r["char 3-grams"][1] - r["BM25"][1])
+    )
 
 
 def stale_scores(world: GameWorld, bench: list[Questions], **kw) -> dict:
     """Per patch t = 1..T-1, stale_mask(bench[t-1], world, t, **kw) against the truth:
     worst-patch F1, mean precision, mean recall."""
-    prf = np.array([f1_score(stale_mask(bench[t - 1], world, t, **kw),
-                             truly_stale(bench[t - 1], world, t))
-                    for t in range(1, world.n_versions)])
-    return dict(f1_min=float(prf[:, 2].min()), prec=float(prf[:, 0].mean()),
-                rec=float(prf[:, 1].mean()))
+    prf = np.array(
+        [
+            f1_score(
+                stale_mask(bench[t - 1], world, t, **kw),
+                truly_stale(bench[t - 1], world, t),
+            )
+            for t in range(1, world.n_versions)
+        ]
+    )
+    return dict(
+        f1_min=float(prf[:, 2].min()),
+        prec=float(prf[:, 0].mean()),
+        rec=float(prf[:, 1].mean()),
+    )
 
 
 def _streams(c: dict, drift: float, burst_rate: float, seed0: int) -> np.ndarray:
-    return np.stack([drift_stream(topic_phases(c["n_versions"], drift, seed=seed0 + s),
-                                  c["windows"], c["per_window"], burst_rate,
-                                  c["burst_size"], seed=seed0 + 7919 + s)
-                     for s in range(c["n_streams"])])
+    return np.stack(
+        [
+            drift_stream(
+                topic_phases(c["n_versions"], drift, seed=seed0 + s),
+                c["windows"],
+                c["per_window"],
+                burst_rate,
+                c["burst_size"],
+                seed=seed0 + 7919 + s,
+            )
+            for s in range(c["n_streams"])
+        ]
+    )
 
 
 def claim_values(seed: int, drift_part: bool = True, **overrides) -> dict:
@@ -98,13 +148,25 @@ def claim_values(seed: int, drift_part: bool = True, **overrides) -> dict:
         raise ValueError(f"unknown settings {sorted(unknown)}; known: {sorted(CI)}")
     c = dict(CI, **overrides)
     T = c["n_versions"]
-    world = make_world(c["n_entities"], T, c["change_rate"], c["renames"], seed=seed,
-                       max_syllables=c["max_syllables"])
+    world = make_world(
+        c["n_entities"],
+        T,
+        c["change_rate"],
+        c["renames"],
+        seed=seed,
+        max_syllables=c["max_syllables"],
+    )
     phases = topic_phases(T, c["drift"], seed=seed)
     flat = topic_phases(T, 0.0, seed=seed)
-    mk = lambda ph, ramp, noise="seen": benchmark(world, ph, c["n_questions"],  # noqa
-                                                  c["slang"], seed=seed + 100,
-                                                  style_drift=ramp, noise=noise)
+    mk = lambda ph, ramp, noise="seen": benchmark(
+        world,
+        ph,
+        c["n_questions"],  # noqa
+        c["slang"],
+        seed=seed + 100,
+        style_drift=ramp,
+        noise=noise,
+    )
     bench, topics_only = mk(phases, True), mk(phases, False)
     out: dict = dict(seed=seed, **overrides)
     # retrieval: slang ramp and topic drift together (rank-flip-mixed), and the paper's
@@ -112,7 +174,8 @@ def claim_values(seed: int, drift_part: bool = True, **overrides) -> dict:
     for k in (1, 3):
         out[f"flip@{k}"] = rank_flip(world, bench, k)
         out[f"flip_topics@{k}"] = rank_flip(world, topics_only, k)
-    # the asserted row: the slang ramp alone (topics flat); its control has no drift at all
+    # the asserted row: the slang ramp alone (topics flat); its control has no
+    # drift at all
     out["flip_slang_only@1"] = rank_flip(world, mk(flat, True), 1)
     out["flip_none@1"] = rank_flip(world, mk(flat, False), 1)
     # stale index: gaps on changed / unchanged questions
@@ -129,17 +192,24 @@ def claim_values(seed: int, drift_part: bool = True, **overrides) -> dict:
     out.update(entity_prec=ent["prec"], entity_rec=ent["rec"], entity_f1=ent["f1_min"])
     out["fact_f1_seen"] = stale_scores(world, bench)["f1_min"]
     unseen = mk(phases, True, "unseen")
-    for label, kw in (("", {}), ("_noalias", dict(aliases=False)),
-                      ("_nofuzzy", dict(fuzzy=False)),
-                      ("_neither", dict(aliases=False, fuzzy=False))):
+    for label, kw in (
+        ("", {}),
+        ("_noalias", dict(aliases=False)),
+        ("_nofuzzy", dict(fuzzy=False)),
+        ("_neither", dict(aliases=False, fuzzy=False)),
+    ):
         s = stale_scores(world, unseen, **kw)
         out[f"fact_f1_unseen{label}"] = s["f1_min"]
         out[f"fact_rec_unseen{label}"] = s["rec"]
     ent_u = stale_scores(world, unseen, level="entity")
     out.update(entity_prec_unseen=ent_u["prec"], entity_rec_unseen=ent_u["rec"])
-    ctrl = [f1_score(stale_mask(unseen[t - 1], world, t,
-                                shuffle_from=t + 1 if t + 1 < T else 1),
-                     truly_stale(unseen[t - 1], world, t))[2] for t in range(1, T)]
+    ctrl = [
+        f1_score(
+            stale_mask(unseen[t - 1], world, t, shuffle_from=t + 1 if t + 1 < T else 1),
+            truly_stale(unseen[t - 1], world, t),
+        )[2]
+        for t in range(1, T)
+    ]
     out["fact_f1_unseen_ctrl"] = float(max(ctrl))
     if drift_part:
         out.update(drift_values(seed, **overrides))
@@ -162,8 +232,9 @@ def drift_values(seed: int, **overrides) -> dict:
     dev = _streams(c, DEV_DRIFT, c["burst_rate"], seed + 750_000)
     lam = {g: calibrate_lambda(quiet, g, FA_BUDGET) for g in (0.0, *GAMMAS)}
     lam_calm = {g: calibrate_lambda(calm, g, FA_BUDGET) for g in (0.0, *GAMMAS)}
-    dev_hit = {g: alarm_rates(detect_drift(dev, g, lam[g])[1], c["windows"])[0]
-               for g in GAMMAS}
+    dev_hit = {
+        g: alarm_rates(detect_drift(dev, g, lam[g])[1], c["windows"])[0] for g in GAMMAS
+    }
     gamma = max(GAMMAS, key=lambda g: (dev_hit[g], -g))
     out["gamma"] = gamma
     ev_s = _streams(c, c["claim_drift"], c["burst_rate"], seed)

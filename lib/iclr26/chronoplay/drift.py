@@ -1,12 +1,14 @@
 """Interest drift: the weighted Jensen-Shannon divergence, community streams with
 rare-topic bursts, the drift detector, its development-only calibration, and the
 exercise checker."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from ..core import ExerciseVerdict, grade_exercise
 from .world import TOPICS, _int, _rate, phase_changes
+
 
 # ------------------------------------------------------------- interest-drift updates
 def weighted_jsd(p, q, gamma: float = 0.0) -> np.ndarray:
@@ -20,8 +22,9 @@ def weighted_jsd(p, q, gamma: float = 0.0) -> np.ndarray:
     gives the limit, all weight on the heaviest topics, rather than 0 / 0)."""
     p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     if p.shape != q.shape or p.ndim == 0 or p.shape[-1] == 0:
-        raise ValueError(f"p and q must have the same non-empty shape, got {p.shape}, "
-                         f"{q.shape}")
+        raise ValueError(
+            f"p and q must have the same non-empty shape, got {p.shape}, {q.shape}"
+        )
     finite = np.isfinite(p).all() and np.isfinite(q).all()
     if not finite or (p < 0).any() or (q < 0).any():
         raise ValueError("p and q must be finite and non-negative")
@@ -34,7 +37,8 @@ def weighted_jsd(p, q, gamma: float = 0.0) -> np.ndarray:
 
 
 def _weights(m: np.ndarray, gamma: float) -> np.ndarray:
-    """w_k = K M_k^gamma / sum_l M_l^gamma = K softmax(gamma log M)_k (0 where M_k = 0)."""
+    """w_k = K M_k^gamma / sum_l M_l^gamma = K softmax(gamma log M)_k
+    (0 where M_k = 0)."""
     if gamma == 0:
         return np.ones_like(m)
     with np.errstate(divide="ignore"):
@@ -45,35 +49,49 @@ def _weights(m: np.ndarray, gamma: float) -> np.ndarray:
 
 
 def _gamma(gamma) -> float:
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float, np.integer,
-                                                          np.floating)):
+    if isinstance(gamma, bool) or not isinstance(
+        gamma, (int, float, np.integer, np.floating)
+    ):
         raise TypeError(f"gamma must be a number, got {type(gamma).__name__}")
     if not np.isfinite(gamma) or gamma < 0:
         raise ValueError(f"gamma must be a finite number >= 0, got {gamma}")
     return float(gamma)
 
 
-def drift_stream(phases: np.ndarray, windows_per_phase: int, n_per_window: int,
-                 burst_rate: float, burst_size: float, seed: int = 0) -> np.ndarray:
+def drift_stream(
+    phases: np.ndarray,
+    windows_per_phase: int,
+    n_per_window: int,
+    burst_rate: float,
+    burst_size: float,
+    seed: int = 0,
+) -> np.ndarray:
     """(n_windows, 24) topic counts of a community stream: each window samples
     ``n_per_window`` questions from its phase's distribution, after rare-topic noise:
     each topic below the median mass bursts (mass x (1 + burst_size)) with prob
     ``burst_rate``."""
     phases = np.asarray(phases, dtype=float)
     if phases.ndim != 2 or phases.shape[1] != len(TOPICS):
-        raise ValueError(f"phases must be (n_phases, {len(TOPICS)}), got "
-                         f"{phases.shape}")
+        raise ValueError(
+            f"phases must be (n_phases, {len(TOPICS)}), got {phases.shape}"
+        )
     W = _int(windows_per_phase, "windows_per_phase", 1)
     n = _int(n_per_window, "n_per_window", 1)
     r = _rate(burst_rate, "burst_rate")
-    if isinstance(burst_size, bool) or not isinstance(burst_size, (int, float,
-                                                                   np.floating)):
+    if isinstance(burst_size, bool) or not isinstance(
+        burst_size, (int, float, np.floating)
+    ):
         raise TypeError(f"burst_size must be a number, got {type(burst_size).__name__}")
     if not np.isfinite(burst_size) or burst_size < 0:
-        raise ValueError(f"burst_size must be a finite number >= 0 (a burst multiplies "
-                         f"a rare topic's mass by 1 + burst_size), got {burst_size}")
-    if (phases < 0).any() or not np.isfinite(phases).all() \
-            or (phases.sum(1) <= 0).any():
+        raise ValueError(
+            f"burst_size must be a finite number >= 0 (a burst multiplies "
+            f"a rare topic's mass by 1 + burst_size), got {burst_size}"
+        )
+    if (
+        (phases < 0).any()
+        or not np.isfinite(phases).all()
+        or (phases.sum(1) <= 0).any()
+    ):
         raise ValueError("phases must be finite, non-negative rows with positive mass")
     rng = np.random.default_rng(_int(seed, "seed"))
     p = np.repeat(phases, W, axis=0)
@@ -89,8 +107,9 @@ def _wjsd(p: np.ndarray, q: np.ndarray, gamma: float) -> np.ndarray:
     q = q / q.sum(-1, keepdims=True)
     m = (p + q) / 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        j = 0.5 * np.where(p > 0, p * np.log(p / m), 0.0) \
-            + 0.5 * np.where(q > 0, q * np.log(q / m), 0.0)
+        j = 0.5 * np.where(p > 0, p * np.log(p / m), 0.0) + 0.5 * np.where(
+            q > 0, q * np.log(q / m), 0.0
+        )
     return (_weights(m, gamma) * j).sum(-1)
 
 
@@ -103,14 +122,22 @@ def detect_drift(counts, gamma: float, lam) -> tuple[np.ndarray, np.ndarray]:
     paper and, here, restarts the reference at window w. Window 0 never alarms.
     Returns (divergence, alarm), each of shape (L?, n_streams?, n_windows)."""
     c = np.asarray(counts, dtype=float)
-    if c.ndim not in (2, 3) or c.shape[-2] < 2 or (c < 0).any() \
-            or not np.isfinite(c).all():
-        raise ValueError(f"counts must be (n_streams, n_windows >= 2, K) or "
-                         f"(n_windows, K), "
-                         f"non-negative, got shape {c.shape}")
+    if (
+        c.ndim not in (2, 3)
+        or c.shape[-2] < 2
+        or (c < 0).any()
+        or not np.isfinite(c).all()
+    ):
+        raise ValueError(
+            f"counts must be (n_streams, n_windows >= 2, K) or "
+            f"(n_windows, K), "
+            f"non-negative, got shape {c.shape}"
+        )
     if (c.sum(-1) <= 0).any():
-        raise ValueError("every window must hold at least one question (a window of "
-                         "all-zero counts has no topic distribution)")
+        raise ValueError(
+            "every window must hold at least one question (a window of "
+            "all-zero counts has no topic distribution)"
+        )
     gamma = _gamma(gamma)
     lam_arr = np.asarray(lam, dtype=float)
     if lam_arr.ndim > 1 or np.isnan(lam_arr).any():
@@ -146,19 +173,24 @@ def alarm_rates(alarms: np.ndarray, windows_per_phase: int, horizon: int = 2):
         raise TypeError(f"alarms must be a boolean array, got {a.dtype}")
     W, h = _int(windows_per_phase, "windows_per_phase", 1), _int(horizon, "horizon", 1)
     if a.ndim < 2 or a.shape[-1] <= W or a.shape[-1] % W:
-        raise ValueError(f"alarms must be (..., n_streams, n_windows), n_windows a "
-                         f"multiple of windows_per_phase = {W} and > {W}, got "
-                         f"{a.shape}")
+        raise ValueError(
+            f"alarms must be (..., n_streams, n_windows), n_windows a "
+            f"multiple of windows_per_phase = {W} and > {W}, got "
+            f"{a.shape}"
+        )
     if h > W:
-        raise ValueError(f"horizon ({h}) must be <= windows_per_phase ({W}): a longer "
-                         "horizon would let one alarm count for two change points")
+        raise ValueError(
+            f"horizon ({h}) must be <= windows_per_phase ({W}): a longer "
+            "horizon would let one alarm count for two change points"
+        )
     changes = phase_changes(a.shape[-1] // W)
     starts = np.arange(W, a.shape[-1], W)[changes]
     near = np.zeros(a.shape[-1], bool)
     near[0] = True  # window 0 never alarms: not a window where a false alarm can fall
     for c in starts:
-        near[c:c + h] = True
-    hits = np.stack([a[..., c:c + h].any(-1) for c in starts], -1)  # (..., S, changes)
+        near[c : c + h] = True
+    # (..., S, changes)
+    hits = np.stack([a[..., c : c + h].any(-1) for c in starts], -1)
     return hits.mean((-2, -1)), a[..., ~near].mean((-2, -1))
 
 
@@ -167,13 +199,16 @@ def false_alarm_rate(alarms: np.ndarray) -> np.ndarray:
     alarm is false: (..., n_streams, n_windows) -> (...)."""
     a = np.asarray(alarms)
     if a.dtype != bool or a.ndim < 2 or a.shape[-1] < 2:
-        raise ValueError(f"alarms must be a boolean (..., n_streams, n_windows >= 2) "
-                         f"array, got {a.dtype} {a.shape}")
+        raise ValueError(
+            f"alarms must be a boolean (..., n_streams, n_windows >= 2) "
+            f"array, got {a.dtype} {a.shape}"
+        )
     return a[..., 1:].mean((-2, -1))
 
 
-def calibrate_lambda(quiet_counts, gamma: float, fa_budget: float = 0.05,
-                     n_grid: int = 60) -> float:
+def calibrate_lambda(
+    quiet_counts, gamma: float, fa_budget: float = 0.05, n_grid: int = 60
+) -> float:
     """The smallest lambda (most sensitive detector) whose false-alarm rate on
     *development* streams without drift stays within ``fa_budget`` alarms per window,
     searched over quantiles of their divergences. No change points and no drift
@@ -223,35 +258,51 @@ def _trial_wjsd(fn) -> str:
         swapped = float(fn(q.copy(), p.copy(), gamma))
         same = float(fn(p.copy(), p.copy(), gamma))
         want = float(weighted_jsd(p, q, gamma))
-        for name, v in (("WJSD(p, q)", got), ("WJSD(q, p)", swapped),
-                        ("WJSD(p, p)", same)):
+        for name, v in (
+            ("WJSD(p, q)", got),
+            ("WJSD(q, p)", swapped),
+            ("WJSD(p, p)", same),
+        ):
             if not np.isfinite(v):
-                raise AssertionError(f"{where}: {name} = {v}; p or q has a zero entry "
-                                     "there, and 0 log 0 counts as 0 (on either side)")
+                raise AssertionError(
+                    f"{where}: {name} = {v}; p or q has a zero entry "
+                    "there, and 0 log 0 counts as 0 (on either side)"
+                )
         if abs(same) > 1e-8:
-            raise AssertionError(f"{where}: the divergence of a distribution from "
-                                 f"itself must be 0, got {same:.3g}")
+            raise AssertionError(
+                f"{where}: the divergence of a distribution from "
+                f"itself must be 0, got {same:.3g}"
+            )
         if not _close(got, swapped):
-            raise AssertionError(f"{where}: swapping p and q changed the value "
-                                 f"({got:.6g} vs {swapped:.6g}); the divergence is "
-                                 "symmetric")
+            raise AssertionError(
+                f"{where}: swapping p and q changed the value "
+                f"({got:.6g} vs {swapped:.6g}); the divergence is "
+                "symmetric"
+            )
         if not _close(got, want):
             plain = float(weighted_jsd(p, q, 0.0))
             p2, q2 = (p + 0.01) / (p + 0.01).sum(), (q + 0.01) / (q + 0.01).sum()
             zeros = bool((p == 0).any() or (q == 0).any()) and _close(
-                float(fn(p2.copy(), q2.copy(), gamma)), float(weighted_jsd(p2, q2, gamma)))
-            hint = ("this case has a zero in p or q (right without it): only the term of "
-                    "the side that is 0 "
-                    "vanishes (0 log 0 = 0); the other side's term at that topic does "
-                    "not, and it must not be zeroed or dropped"
-                    if zeros else
-                    "with gamma = 0 every weight is 1, so this is the plain JSD: check "
-                    "the natural log and the mixture M = (P+Q)/2"
-                    if gamma == 0.0 else
-                    "check the weights: they use the mixture's mass M_k and sum to K"
-                    if _close(float(fn(p.copy(), q.copy(), 0.0)), plain) else
-                    "check the plain JSD first (gamma = 0): natural log, mixture "
-                    "M = (P+Q)/2")
+                float(fn(p2.copy(), q2.copy(), gamma)),
+                float(weighted_jsd(p2, q2, gamma)),
+            )
+            hint = (
+                "this case has a zero in p or q (right without it): only the term of "
+                "the side that is 0 "
+                "vanishes (0 log 0 = 0); the other side's term at that topic does "
+                "not, and it must not be zeroed or dropped"
+                if zeros
+                else "with gamma = 0 every weight is 1, so this is the plain JSD: "
+                "check "
+                "the natural log and the mixture M = (P+Q)/2"
+                if gamma == 0.0
+                else "check the weights: they use the mixture's mass M_k and sum to K"
+                if _close(float(fn(p.copy(), q.copy(), 0.0)), plain)
+                else "check the plain JSD first (gamma = 0): natural log, mixture "
+                "M = (P+Q)/2"
+            )
             raise AssertionError(f"{where}: got {got:.6g}, expected {want:.6g}; {hint}")
-    return ("all 20 cases match the weighted JSD to 1e-5 relative (float32 is fine), "
-            "including zeros in p, in q and in both, and gamma = 0")
+    return (
+        "all 20 cases match the weighted JSD to 1e-5 relative (float32 is fine), "
+        "including zeros in p, in q and in both, and gamma = 0"
+    )

@@ -1,6 +1,7 @@
 """Retrieval per time segment: BM25 (checked against bm25s), scikit-learn TF-IDF on
 words or character 3-grams, Recall@k, the extractive reader, and the per-version
 evaluation."""
+
 from __future__ import annotations
 
 import re
@@ -9,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .world import TOPICS, GameWorld, Questions, _int, _texts, build_kb, tokenize
+
 
 # --------------------------------------------------------------------------- retrieval
 class BM25Index:
@@ -20,14 +22,16 @@ class BM25Index:
     def __init__(self, docs: list[str], k1: float = 1.5, b: float = 0.75):
         docs = _texts(docs, "docs")
         if not (np.isfinite(k1) and k1 > 0 and 0 <= b <= 1):
-            raise ValueError(f"need a finite k1 > 0 and 0 <= b <= 1, got k1={k1}, "
-                             f"b={b}")
+            raise ValueError(
+                f"need a finite k1 > 0 and 0 <= b <= 1, got k1={k1}, b={b}"
+            )
         toks = [tokenize(d) for d in docs]
         self.vocab = {w: i for i, w in enumerate(sorted({w for t in toks for w in t}))}
         rows = [i for i, t in enumerate(toks) for _ in t]
         cols = [self.vocab[w] for t in toks for w in t]
-        tf = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
-                           shape=(len(docs), len(self.vocab)))  # duplicates are summed
+        tf = sp.csr_matrix(
+            (np.ones(len(rows)), (rows, cols)), shape=(len(docs), len(self.vocab))
+        )  # duplicates are summed
         dl = np.asarray(tf.sum(1)).ravel()
         df = np.asarray((tf > 0).sum(0)).ravel()
         self.idf = np.log(1 + (len(docs) - df + 0.5) / (df + 0.5))
@@ -46,8 +50,9 @@ class BM25Index:
                 if w in self.vocab:
                     rows.append(i)
                     cols.append(self.vocab[w])
-        Q = sp.csr_matrix((np.ones(len(rows)), (rows, cols)),
-                          shape=(len(queries), len(self.vocab)))
+        Q = sp.csr_matrix(
+            (np.ones(len(rows)), (rows, cols)), shape=(len(queries), len(self.vocab))
+        )
         return np.asarray((Q @ self.weights.T).todense())
 
 
@@ -61,11 +66,13 @@ class TfidfIndex:
 
         docs = _texts(docs, "docs")
         if analyzer == "word":
-            self.vec = TfidfVectorizer(tokenizer=tokenize, lowercase=False,
-                                       token_pattern=None)
+            self.vec = TfidfVectorizer(
+                tokenizer=tokenize, lowercase=False, token_pattern=None
+            )
         elif analyzer == "char":
-            self.vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 3),
-                                       sublinear_tf=True)
+            self.vec = TfidfVectorizer(
+                analyzer="char_wb", ngram_range=(3, 3), sublinear_tf=True
+            )
         else:
             raise ValueError(f"analyzer must be 'word' or 'char', got {analyzer!r}")
         self.D = self.vec.fit_transform(docs)
@@ -80,16 +87,19 @@ def recall_at_k(scores: np.ndarray, gold: np.ndarray, k: int = 3) -> np.ndarray:
     """(n,) bool: gold doc among the top ``k`` (ties broken by doc index)."""
     scores, gold = np.asarray(scores), np.asarray(gold)
     if scores.ndim != 2 or gold.shape != (scores.shape[0],):
-        raise ValueError(f"scores (n, n_docs) and gold (n,), got {scores.shape}, "
-                         f"{gold.shape}")
+        raise ValueError(
+            f"scores (n, n_docs) and gold (n,), got {scores.shape}, {gold.shape}"
+        )
     k = _int(k, "k", 1)
     if np.isnan(scores).any():
         raise ValueError("scores contain NaN; a ranking needs comparable scores")
     if not np.issubdtype(gold.dtype, np.integer):
         raise TypeError(f"gold must hold integer document indices, got {gold.dtype}")
     if gold.size and (gold.min() < 0 or gold.max() >= scores.shape[1]):
-        raise ValueError(f"gold indices must lie in 0..{scores.shape[1] - 1} (n_docs), "
-                         f"got {gold.min()}..{gold.max()}")
+        raise ValueError(
+            f"gold indices must lie in 0..{scores.shape[1] - 1} (n_docs), "
+            f"got {gold.min()}..{gold.max()}"
+        )
     top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
     return (top == gold[:, None]).any(1)
 
@@ -107,8 +117,11 @@ def read_answers(scores: np.ndarray, kb: list[str], questions: Questions) -> np.
     return out
 
 
-RETRIEVERS = {"BM25": BM25Index, "TF-IDF words": lambda d: TfidfIndex(d, "word"),
-              "char 3-grams": lambda d: TfidfIndex(d, "char")}
+RETRIEVERS = {
+    "BM25": BM25Index,
+    "TF-IDF words": lambda d: TfidfIndex(d, "word"),
+    "char 3-grams": lambda d: TfidfIndex(d, "char"),
+}
 
 
 def evaluate_versions(world: GameWorld, bench: list[Questions], k: int = 1) -> dict:

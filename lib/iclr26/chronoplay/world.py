@@ -1,5 +1,6 @@
 """The fictional game and its community: facts over versions, patch notes, the wiki, the
 topic phases, template synthesis, and stale-question detection from the patch notes."""
+
 from __future__ import annotations
 
 import re
@@ -8,27 +9,67 @@ from dataclasses import dataclass, field
 import numpy as np
 
 KINDS = ("weapon", "armor", "recipe", "enemy", "zone", "boss")
-ATTRS = {"weapon": ("damage", "range", "price", "weight"),
-         "armor": ("defense", "durability", "price", "weight"),
-         "recipe": ("cost", "brewtime", "yield", "tier"),
-         "enemy": ("health", "speed", "xp", "level"),
-         "zone": ("danger", "size", "spawns", "level"),
-         "boss": ("health", "phases", "loot", "level")}
+ATTRS = {
+    "weapon": ("damage", "range", "price", "weight"),
+    "armor": ("defense", "durability", "price", "weight"),
+    "recipe": ("cost", "brewtime", "yield", "tier"),
+    "enemy": ("health", "speed", "xp", "level"),
+    "zone": ("danger", "size", "spawns", "level"),
+    "boss": ("health", "phases", "loot", "level"),
+}
 # How "endgame" a kind is: the community drifts from novice topics (recipes, weapons) to
 # endgame ones (zones, bosses), and endgame players write in community slang.
-ENDGAME = {"weapon": 0.2, "armor": 0.3, "recipe": 0.0, "enemy": 0.5, "zone": 0.8,
-           "boss": 1.0}
+ENDGAME = {
+    "weapon": 0.2,
+    "armor": 0.3,
+    "recipe": 0.0,
+    "enemy": 0.5,
+    "zone": 0.8,
+    "boss": 1.0,
+}
 TOPICS = tuple((k, a) for k in KINDS for a in ATTRS[k])  # 24 (category, subcategory)
 # Few syllables, so that near-names abound (kelvor, kalvorash, varkel), as in a game.
 SYLLABLES = ("kel", "kal", "vor", "var", "ash", "esh")
-LORE = ("ancient", "forged", "northern", "crystal", "shadow", "ember", "frost", "storm",
-        "whispering", "hollow", "golden", "rusted", "sacred", "cursed", "verdant",
-        "molten", "sunken", "iron", "pale", "wild", "moon", "dust", "tide", "thorn",
-        "ridge", "vale")
-OFFICIAL = ("what is the {a} of {n}", "{n} {a} in the current patch",
-            "how much {a} does {n} have", "current {a} value for {n}")
-COMMUNITY = ("anyone know {n} {a} rn", "whats the {a} on {n} now lol",
-             "{n} {a} after the patch??", "is {n} {a} still the same or nerfed")
+LORE = (
+    "ancient",
+    "forged",
+    "northern",
+    "crystal",
+    "shadow",
+    "ember",
+    "frost",
+    "storm",
+    "whispering",
+    "hollow",
+    "golden",
+    "rusted",
+    "sacred",
+    "cursed",
+    "verdant",
+    "molten",
+    "sunken",
+    "iron",
+    "pale",
+    "wild",
+    "moon",
+    "dust",
+    "tide",
+    "thorn",
+    "ridge",
+    "vale",
+)
+OFFICIAL = (
+    "what is the {a} of {n}",
+    "{n} {a} in the current patch",
+    "how much {a} does {n} have",
+    "current {a} value for {n}",
+)
+COMMUNITY = (
+    "anyone know {n} {a} rn",
+    "whats the {a} on {n} now lol",
+    "{n} {a} after the patch??",
+    "is {n} {a} still the same or nerfed",
+)
 TOKEN = re.compile(r"[a-z0-9]+")
 
 
@@ -40,10 +81,15 @@ def tokenize(text: str) -> list[str]:
 
 
 def _texts(x, name: str) -> list[str]:
-    if isinstance(x, str) or not isinstance(x, (list, tuple)) or not x \
-            or not all(isinstance(d, str) for d in x):
-        raise TypeError(f"{name} must be a non-empty list of str, got "
-                        f"{type(x).__name__}")
+    if (
+        isinstance(x, str)
+        or not isinstance(x, (list, tuple))
+        or not x
+        or not all(isinstance(d, str) for d in x)
+    ):
+        raise TypeError(
+            f"{name} must be a non-empty list of str, got {type(x).__name__}"
+        )
     return list(x)
 
 
@@ -92,12 +138,15 @@ class GameWorld:
         return self.values.shape[1]
 
 
-def _fresh_names(rng: np.random.Generator, n: int, taken: set[str],
-                 max_syllables: int) -> list[str]:
+def _fresh_names(
+    rng: np.random.Generator, n: int, taken: set[str], max_syllables: int
+) -> list[str]:
     room = sum(len(SYLLABLES) ** k for k in range(2, max_syllables + 1)) - len(taken)
     if n > room:
-        raise ValueError(f"{n} more names asked for, but only {room} names of 2 to "
-                         f"{max_syllables} syllables are left; raise max_syllables")
+        raise ValueError(
+            f"{n} more names asked for, but only {room} names of 2 to "
+            f"{max_syllables} syllables are left; raise max_syllables"
+        )
     out = []
     while len(out) < n:
         k = int(rng.integers(2, max_syllables + 1))
@@ -108,8 +157,14 @@ def _fresh_names(rng: np.random.Generator, n: int, taken: set[str],
     return out
 
 
-def make_world(n_entities: int, n_versions: int, change_rate: float = 0.15,
-               renames: int = 1, seed: int = 0, max_syllables: int = 3) -> GameWorld:
+def make_world(
+    n_entities: int,
+    n_versions: int,
+    change_rate: float = 0.15,
+    renames: int = 1,
+    seed: int = 0,
+    max_syllables: int = 3,
+) -> GameWorld:
     """A seeded game: ``n_entities`` entities (kinds in turn), ``n_versions`` versions;
     each patch changes each attribute value with probability ``change_rate`` (a changed
     value always differs) and renames ``renames`` entities. Names share syllables on
@@ -148,12 +203,16 @@ def announcement(world: GameWorld, t: int) -> str:
     t = _int(t, "t", 1)
     if t >= world.n_versions:
         raise ValueError(f"t must be < n_versions = {world.n_versions}, got {t}")
-    lines = [f"{world.names[t - 1, e]} is renamed {world.names[t, e]}"
-             for e in np.flatnonzero(world.renamed[t])]
+    lines = [
+        f"{world.names[t - 1, e]} is renamed {world.names[t, e]}"
+        for e in np.flatnonzero(world.renamed[t])
+    ]
     for e, j in zip(*np.nonzero(world.changed[t])):
         a = ATTRS[KINDS[world.kind[e]]][j]
-        lines.append(f"{world.names[t, e]} {a} {world.values[t - 1, e, j]} -> "
-                     f"{world.values[t, e, j]}")
+        lines.append(
+            f"{world.names[t, e]} {a} {world.values[t - 1, e, j]} -> "
+            f"{world.values[t, e, j]}"
+        )
     return "\n".join(lines)
 
 
@@ -166,8 +225,9 @@ def build_kb(world: GameWorld, t: int) -> list[str]:
     for e in range(world.n_entities):
         k = KINDS[world.kind[e]]
         facts = ". ".join(f"{a}: {v}" for a, v in zip(ATTRS[k], world.values[t, e]))
-        kb.append(f"{world.names[t, e]} is a {k}, {world.lore[e]}. {facts}. "
-                  f"as of patch {t}")
+        kb.append(
+            f"{world.names[t, e]} is a {k}, {world.lore[e]}. {facts}. as of patch {t}"
+        )
     return kb
 
 
@@ -187,8 +247,9 @@ def topic_phases(n_phases: int, drift: float, seed: int = 0) -> np.ndarray:
     hot = _hot_kinds(P)
     # +drift on the hot kind, -drift on content the community has not reached yet
     rank = {k: i for i, k in enumerate(order)}
-    bump = np.array([[(k == h) - 2.0 * (rank[k] > rank[h]) for k, _ in TOPICS]
-                     for h in hot])
+    bump = np.array(
+        [[(k == h) - 2.0 * (rank[k] > rank[h]) for k, _ in TOPICS] for h in hot]
+    )
     logits = base[None] + drift * bump
     p = np.exp(logits - logits.max(1, keepdims=True))
     return p / p.sum(1, keepdims=True)
@@ -201,8 +262,8 @@ def _hot_kinds(n_phases: int) -> list[str]:
 
 def phase_changes(n_phases: int) -> np.ndarray:
     """(n_phases - 1,) bool: True where phase i + 1 of :func:`topic_phases` differs from
-    phase i. With more than six phases some neighbours share a hot kind (20 phases hold 5
-    changes), and a boundary where nothing changes is no change point."""
+    phase i. With more than six phases some neighbours share a hot kind (20 phases hold
+    5 changes), and a boundary where nothing changes is no change point."""
     hot = _hot_kinds(_int(n_phases, "n_phases", 1))
     return np.array([a != b for a, b in zip(hot[:-1], hot[1:])], bool)
 
@@ -210,8 +271,8 @@ def phase_changes(n_phases: int) -> np.ndarray:
 def _typo(name: str, rng: np.random.Generator) -> str:
     i = int(rng.integers(1, len(name) - 1))
     if rng.random() < 0.5:  # swap two neighbours
-        return name[:i] + name[i + 1] + name[i] + name[i + 2:]
-    return name[:i] + name[i + 1:]  # drop one letter
+        return name[:i] + name[i + 1] + name[i] + name[i + 2 :]
+    return name[:i] + name[i + 1 :]  # drop one letter
 
 
 NOISE = ("seen", "unseen")
@@ -226,17 +287,26 @@ def _unseen_nick(name: str) -> str:
 def _unseen_typo(name: str, rng: np.random.Generator) -> str:
     """Two letters wrong: two independent one-letter edits (swap, drop, or a
     neighbouring key), which a one-edit fuzzy matcher is not built to invert."""
-    keys = {"a": "s", "e": "r", "o": "p", "k": "l", "l": "k", "v": "b", "r": "t",
-            "s": "a", "h": "j"}
+    keys = {
+        "a": "s",
+        "e": "r",
+        "o": "p",
+        "k": "l",
+        "l": "k",
+        "v": "b",
+        "r": "t",
+        "s": "a",
+        "h": "j",
+    }
     for _ in range(2):
         i = int(rng.integers(1, len(name) - 1))
         u = rng.random()
         if u < 1 / 3:
-            name = name[:i] + name[i + 1] + name[i] + name[i + 2:]
+            name = name[:i] + name[i + 1] + name[i] + name[i + 2 :]
         elif u < 2 / 3 and len(name) > 4:
-            name = name[:i] + name[i + 1:]
+            name = name[:i] + name[i + 1 :]
         else:
-            name = name[:i] + keys.get(name[i], "x") + name[i + 1:]
+            name = name[:i] + keys.get(name[i], "x") + name[i + 1 :]
     return name
 
 
@@ -255,8 +325,15 @@ class Questions:
     answer: np.ndarray
 
 
-def synthesize(world: GameWorld, t: int, topic_dist, n: int, slang: float,
-               seed: int = 0, noise: str = "seen") -> Questions:
+def synthesize(
+    world: GameWorld,
+    t: int,
+    topic_dist,
+    n: int,
+    slang: float,
+    seed: int = 0,
+    noise: str = "seen",
+) -> Questions:
     """``n`` questions at version ``t``: topic ~ ``topic_dist`` (24,), entity uniform
     among the topic's kind; a question is community-phrased with probability ``slang *
     (0.5 + 0.5 endgame(topic))`` -- then its name is, with equal odds, a nickname or a
@@ -270,8 +347,12 @@ def synthesize(world: GameWorld, t: int, topic_dist, n: int, slang: float,
     if t >= world.n_versions:
         raise ValueError(f"t must be < n_versions = {world.n_versions}, got {t}")
     p = np.asarray(topic_dist, dtype=float)
-    if p.shape != (len(TOPICS),) or not np.all(np.isfinite(p)) or (p < 0).any() \
-            or p.sum() <= 0:
+    if (
+        p.shape != (len(TOPICS),)
+        or not np.all(np.isfinite(p))
+        or (p < 0).any()
+        or p.sum() <= 0
+    ):
         raise ValueError(f"topic_dist must be ({len(TOPICS)},) non-negative and finite")
     rng = np.random.default_rng(_int(seed, "seed"))
     topic = rng.choice(len(TOPICS), size=n, p=p / p.sum())
@@ -282,7 +363,7 @@ def synthesize(world: GameWorld, t: int, topic_dist, n: int, slang: float,
     rate = s * (0.5 + 0.5 * np.array([ENDGAME[k] for k, _ in TOPICS]))[topic]
     community = rng.random(n) < rate
     text = []
-    for e, j, c, i in zip(entity, attr, community, topic):
+    for e, _, c, i in zip(entity, attr, community, topic):
         a, name = TOPICS[i][1], world.names[t, e]
         if c and noise == "unseen":
             name = _unseen_nick(name) if rng.random() < 0.5 else _unseen_typo(name, rng)
@@ -293,24 +374,33 @@ def synthesize(world: GameWorld, t: int, topic_dist, n: int, slang: float,
             text.append(tpl.format(n=name, a=a))
         else:
             text.append(OFFICIAL[int(rng.integers(len(OFFICIAL)))].format(n=name, a=a))
-    return Questions(text, entity, attr, topic, np.full(n, t), community,
-                     world.values[t, entity, attr])
+    return Questions(
+        text,
+        entity,
+        attr,
+        topic,
+        np.full(n, t),
+        community,
+        world.values[t, entity, attr],
+    )
 
 
 # ------------------------------------------------------- knowledge-evolution updates
 def _deletes(w: str) -> set[str]:
-    return {w} | {w[:i] + w[i + 1:] for i in range(len(w))}
+    return {w} | {w[:i] + w[i + 1 :] for i in range(len(w))}
 
 
-def gazetteer_ner(text: str, lexicon: dict[str, set[int]],
-                  fuzzy: bool = True) -> set[int]:
+def gazetteer_ner(
+    text: str, lexicon: dict[str, set[int]], fuzzy: bool = True
+) -> set[int]:
     """Entity ids mentioned in ``text``: tokens found in ``lexicon`` (name or alias ->
     ids); with ``fuzzy``, also tokens one deletion, insertion or swap away from a name
     (matched by their one-deletion variants, as SymSpell does) -- the "noisy
     gazetteer"."""
     if not isinstance(lexicon, dict):
-        raise TypeError(f"lexicon must be a dict name -> set of ids, got "
-                        f"{type(lexicon).__name__}")
+        raise TypeError(
+            f"lexicon must be a dict name -> set of ids, got {type(lexicon).__name__}"
+        )
     out: set[int] = set()
     fuzzy_index = lexicon.get("__deletes__", {}) if fuzzy else {}
     for tok in tokenize(text):
@@ -341,9 +431,15 @@ def make_lexicon(world: GameWorld, t: int, aliases: bool = True) -> dict:
     return lex
 
 
-def stale_mask(questions: Questions, world: GameWorld, t_new: int, fuzzy: bool = True,
-               level: str = "fact", shuffle_from: int | None = None,
-               aliases: bool = True) -> np.ndarray:
+def stale_mask(
+    questions: Questions,
+    world: GameWorld,
+    t_new: int,
+    fuzzy: bool = True,
+    level: str = "fact",
+    shuffle_from: int | None = None,
+    aliases: bool = True,
+) -> np.ndarray:
     """(n,) bool: which questions the patch notes of ``t_new`` make stale, found from
     text only.
 
@@ -373,8 +469,11 @@ def stale_mask(questions: Questions, world: GameWorld, t_new: int, fuzzy: bool =
     for i, q in enumerate(questions.text):
         ids = gazetteer_ner(q, lex, fuzzy=fuzzy)
         words = set(tokenize(q)) & all_attrs
-        hit = bool(ids & ren) or (bool(ids & ent_upd) if level == "entity"
-                                  else any((e, a) in upd for e in ids for a in words))
+        hit = bool(ids & ren) or (
+            bool(ids & ent_upd)
+            if level == "entity"
+            else any((e, a) in upd for e in ids for a in words)
+        )
         out[i] = hit
     return out
 
@@ -386,9 +485,15 @@ def truly_stale(questions: Questions, world: GameWorld, t_new: int) -> np.ndarra
     return world.changed[t_new, e, j] | world.renamed[t_new, e]
 
 
-def benchmark(world: GameWorld, phases: np.ndarray, n_questions: int, slang: float,
-              seed: int = 0, style_drift: bool = True,
-              noise: str = "seen") -> list[Questions]:
+def benchmark(
+    world: GameWorld,
+    phases: np.ndarray,
+    n_questions: int,
+    slang: float,
+    seed: int = 0,
+    style_drift: bool = True,
+    noise: str = "seen",
+) -> list[Questions]:
     """The benchmark over time: at version t, ``n_questions`` questions from phase t's
     topics. The community coins its slang as the game ages: the slang level at version t
     is ``slang * t / (T - 1)`` (``style_drift=False``: ``slang / 2`` at every
@@ -397,16 +502,22 @@ def benchmark(world: GameWorld, phases: np.ndarray, n_questions: int, slang: flo
     if len(phases) != T:
         raise ValueError(f"need one phase per version ({T}), got {len(phases)}")
     level = [slang * t / max(T - 1, 1) if style_drift else slang / 2 for t in range(T)]
-    return [synthesize(world, t, phases[t], n_questions, level[t], seed=seed + t,
-                       noise=noise) for t in range(T)]
+    return [
+        synthesize(
+            world, t, phases[t], n_questions, level[t], seed=seed + t, noise=noise
+        )
+        for t in range(T)
+    ]
 
 
 def f1_score(pred: np.ndarray, truth: np.ndarray) -> tuple[float, float, float]:
     """(precision, recall, F1) of boolean flags (no flags at all: precision 1)."""
     pred, truth = np.asarray(pred), np.asarray(truth)
     if pred.dtype != bool or truth.dtype != bool or pred.shape != truth.shape:
-        raise TypeError(f"pred and truth must be boolean arrays of one shape, got "
-                        f"{pred.dtype} {pred.shape} and {truth.dtype} {truth.shape}")
+        raise TypeError(
+            f"pred and truth must be boolean arrays of one shape, got "
+            f"{pred.dtype} {pred.shape} and {truth.dtype} {truth.shape}"
+        )
     tp = float((pred & truth).sum())
     prec = tp / pred.sum() if pred.any() else 1.0
     rec = tp / truth.sum() if truth.any() else 1.0

@@ -1,24 +1,24 @@
 """Input checks shared by the DIAL modules."""
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # input checks
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def _tensor(x, name: str, ndim: int | None = None) -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
     if ndim is not None and x.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}")
+        raise ValueError(
+            f"{name} must have {ndim} dimensions, got shape {tuple(x.shape)}"
+        )
     if x.numel() == 0:
         raise ValueError(f"{name} must not be empty, got shape {tuple(x.shape)}")
     if x.is_floating_point() and not torch.isfinite(x).all():

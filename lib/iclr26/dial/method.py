@@ -1,11 +1,10 @@
 """DIAL and DIAL+: candidates, attribution, selection, removal; the exercise checker."""
+
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 from ..core import grade_exercise
@@ -13,19 +12,19 @@ from ._checks import _frac, _int, _tensor
 from .metrics import orthonormal_basis, project_out, zero_shot
 from .model import TopKSAE
 
-
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # DIAL: candidates, attribution, selection, removal
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
-def select_candidates(e: torch.Tensor, text_cls: torch.Tensor, k_nn: int = 10,
-                      quantile: float = 0.7) -> torch.Tensor:
+def select_candidates(
+    e: torch.Tensor, text_cls: torch.Tensor, k_nn: int = 10, quantile: float = 0.7
+) -> torch.Tensor:
     """(n,) bool: the samples whose representation looks pulled off its class.
 
     Pseudo-labels are the zero-shot predictions; a sample is a candidate when its cosine
-    distance to its pseudo-class centre exceeds that class's ``quantile``, or when most of
-    its ``k_nn`` nearest neighbours carry another pseudo-label (kNN inconsistency).
+    distance to its pseudo-class centre exceeds that class's ``quantile``, or when most
+    of its ``k_nn`` nearest neighbours carry another pseudo-label (kNN inconsistency).
     """
     _tensor(e, "e", 2)
     k_nn = _int(k_nn, "k_nn")
@@ -35,7 +34,8 @@ def select_candidates(e: torch.Tensor, text_cls: torch.Tensor, k_nn: int = 10,
     pseudo = zero_shot(e, text_cls)
     C = text_cls.shape[0]
     onehot = F.one_hot(pseudo, C).to(e.dtype)
-    centres = F.normalize(onehot.T @ e, dim=1)  # (C, d); an empty class gives a zero row
+    # (C, d); an empty class gives a zero row
+    centres = F.normalize(onehot.T @ e, dim=1)
     dist = 1 - (e * centres[pseudo]).sum(1)
     far = torch.zeros(len(e), dtype=torch.bool, device=e.device)
     for c in range(C):  # C is 2 here: a loop over classes, not samples
@@ -50,8 +50,9 @@ def select_candidates(e: torch.Tensor, text_cls: torch.Tensor, k_nn: int = 10,
 
 
 @torch.no_grad()
-def attribution_scores(sae: TopKSAE, e: torch.Tensor, pos: torch.Tensor,
-                       e_attr: torch.Tensor) -> torch.Tensor:
+def attribution_scores(
+    sae: TopKSAE, e: torch.Tensor, pos: torch.Tensor, e_attr: torch.Tensor
+) -> torch.Tensor:
     """(m,) S_j = (mean z_j over P - mean z_j over N) * cos(f_j, e_attr).
 
     ``pos`` (n,) bool splits the samples into P (True) and N (False), e.g. by which
@@ -62,8 +63,10 @@ def attribution_scores(sae: TopKSAE, e: torch.Tensor, pos: torch.Tensor,
     if not isinstance(pos, torch.Tensor) or pos.dtype != torch.bool:
         raise TypeError("pos must be a bool tensor")
     if pos.shape != (len(e),) or e_attr.shape != (e.shape[1],):
-        raise ValueError(f"pos must be ({len(e)},) and e_attr ({e.shape[1]},), got "
-                         f"{tuple(pos.shape)} and {tuple(e_attr.shape)}")
+        raise ValueError(
+            f"pos must be ({len(e)},) and e_attr ({e.shape[1]},), got "
+            f"{tuple(pos.shape)} and {tuple(e_attr.shape)}"
+        )
     if pos.all() or not pos.any():
         raise ValueError("pos must split the samples into two non-empty sets P and N")
     z = sae.encode(e)
@@ -76,23 +79,30 @@ def _match_sae(sae: TopKSAE, e: torch.Tensor) -> None:
     if not isinstance(sae, TopKSAE):
         raise TypeError(f"sae must be a TopKSAE, got {type(sae).__name__}")
     if e.shape[1] != sae.W_dec.shape[0]:
-        raise ValueError(f"e must be (n, d) with the SAE's d = {sae.W_dec.shape[0]}, "
-                         f"got {tuple(e.shape)}")
+        raise ValueError(
+            f"e must be (n, d) with the SAE's d = {sae.W_dec.shape[0]}, "
+            f"got {tuple(e.shape)}"
+        )
 
 
 def _indices(idx, m: int) -> torch.Tensor:
-    if not isinstance(idx, torch.Tensor) or idx.ndim != 1 or idx.is_floating_point() \
-            or idx.dtype == torch.bool:
+    if (
+        not isinstance(idx, torch.Tensor)
+        or idx.ndim != 1
+        or idx.is_floating_point()
+        or idx.dtype == torch.bool
+    ):
         raise TypeError("idx must be a 1-d integer tensor of SAE latent indices")
     if idx.numel() == 0 or idx.min() < 0 or idx.max() >= m:
-        raise ValueError(f"idx must be non-empty with entries in [0, {m}), "
-                         f"got {idx.tolist()}")
+        raise ValueError(
+            f"idx must be non-empty with entries in [0, {m}), got {idx.tolist()}"
+        )
     return idx
 
 
 def select_by_mass(scores: torch.Tensor, alpha: float) -> torch.Tensor:
-    """Indices of the fewest top-scoring features whose positive score sums to at least a
-    fraction ``alpha`` of all positive score (at least one feature)."""
+    """Indices of the fewest top-scoring features whose positive score sums to at least
+    a fraction ``alpha`` of all positive score (at least one feature)."""
     _tensor(scores, "scores", 1)
     alpha = _frac(alpha, "alpha")
     pos = scores.clamp(min=0)
@@ -104,18 +114,25 @@ def select_by_mass(scores: torch.Tensor, alpha: float) -> torch.Tensor:
     return order[:n_keep]
 
 
-def spurious_basis(cols: torch.Tensor, e_attr: torch.Tensor | None = None, beta: float = 5.0,
-                   pct: float = 0.0) -> torch.Tensor:
+def spurious_basis(
+    cols: torch.Tensor,
+    e_attr: torch.Tensor | None = None,
+    beta: float = 5.0,
+    pct: float = 0.0,
+) -> torch.Tensor:
     """(d, r) orthonormal basis of the selected decoder columns ``cols`` (d, s).
 
-    With ``e_attr``, columns are weighted by ``softmax(beta |cos(f_j, e_attr)|)`` and those
-    below the ``pct`` quantile of the weights are dropped before the QR (weights rescale
-    columns, so they change the span only through the cut-off).
+    With ``e_attr``, columns are weighted by ``softmax(beta |cos(f_j, e_attr)|)`` and
+    those below the ``pct`` quantile of the weights are dropped before the QR (weights
+    rescale columns, so they change the span only through the cut-off).
     """
     _tensor(cols, "cols", 2)
     pct = _frac(pct, "pct")
-    if isinstance(beta, bool) or not isinstance(beta, (int, float)) \
-            or not math.isfinite(beta):
+    if (
+        isinstance(beta, bool)
+        or not isinstance(beta, (int, float))
+        or not math.isfinite(beta)
+    ):
         raise TypeError(f"beta must be a finite float, got {beta!r}")
     if e_attr is not None and pct > 0:
         cos = (F.normalize(cols, dim=0).T @ F.normalize(e_attr, dim=0)).abs()
@@ -125,8 +142,9 @@ def spurious_basis(cols: torch.Tensor, e_attr: torch.Tensor | None = None, beta:
     return orthonormal_basis(cols)
 
 
-def zero_neurons(sae: TopKSAE, e: torch.Tensor, idx: torch.Tensor, lam: float = 1.0
-                 ) -> torch.Tensor:
+def zero_neurons(
+    sae: TopKSAE, e: torch.Tensor, idx: torch.Tensor, lam: float = 1.0
+) -> torch.Tensor:
     """The neuron-zeroing baseline: ``e - lam * sum_{j in idx} z_j f_j`` (the SAE's
     reconstruction error is kept, so only the selected latents' contributions go)."""
     _tensor(e, "e", 2)
@@ -139,20 +157,26 @@ def zero_neurons(sae: TopKSAE, e: torch.Tensor, idx: torch.Tensor, lam: float = 
 
 
 def apply_to(e: torch.Tensor, mask: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
-    """``e`` with the rows in ``mask`` replaced by those of ``new`` (removal on candidates)."""
+    """``e`` with the rows in ``mask`` replaced by those of ``new`` (removal on
+    candidates)."""
     _tensor(e, "e", 2), _tensor(new, "new", 2)
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         raise TypeError("mask must be a bool tensor")
     if mask.shape != (len(e),) or new.shape != e.shape:
-        raise ValueError(f"mask must be ({len(e)},) and new {tuple(e.shape)}, got "
-                         f"{tuple(mask.shape)} and {tuple(new.shape)}")
+        raise ValueError(
+            f"mask must be ({len(e)},) and new {tuple(e.shape)}, got "
+            f"{tuple(mask.shape)} and {tuple(new.shape)}"
+        )
     return torch.where(mask[:, None], new, e)
 
 
 @torch.no_grad()
-def flip_frequencies(sae: TopKSAE, e: torch.Tensor, text_cls: torch.Tensor) -> torch.Tensor:
+def flip_frequencies(
+    sae: TopKSAE, e: torch.Tensor, text_cls: torch.Tensor
+) -> torch.Tensor:
     """DIAL+: (m,) how often ablating latent j (``e - z_j f_j``) flips the zero-shot
-    prediction, over the rows of ``e`` (the candidates) -- no attribute description needed."""
+    prediction, over the rows of ``e`` (the candidates) -- no attribute
+    description needed."""
     _tensor(e, "e", 2)
     _match_sae(sae, e)
     z = sae.encode(e)
@@ -163,25 +187,33 @@ def flip_frequencies(sae: TopKSAE, e: torch.Tensor, text_cls: torch.Tensor) -> t
     pred = (ablated @ text_cls.T).argmax(-1)  # (n, k)
     flips = (pred != pred0[:, None]) & (top.values > 0)
     m = sae.W_dec.shape[1]
-    return torch.zeros(m, device=e.device).index_add_(0, top.indices.flatten(),
-                                                       flips.flatten().float())
+    return torch.zeros(m, device=e.device).index_add_(
+        0, top.indices.flatten(), flips.flatten().float()
+    )
 
 
-def dial_basis(sae: TopKSAE, e: torch.Tensor, text_attr: torch.Tensor, alpha: float,
-               beta: float = 5.0, pct: float = 0.0
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def dial_basis(
+    sae: TopKSAE,
+    e: torch.Tensor,
+    text_attr: torch.Tensor,
+    alpha: float,
+    beta: float = 5.0,
+    pct: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """DIAL's spurious subspace from unlabelled embeddings ``e`` (n, d).
 
-    ``text_attr`` (2, d): the two attribute prompts (e.g. "... on land", "... on water").
-    The samples closer to the second prompt form P, the rest N; features are scored by
-    :func:`attribution_scores` along ``e_attr = t_2 - t_1``, selected by mass ``alpha``,
-    and their decoder columns turned into a basis by :func:`spurious_basis`.
+    ``text_attr`` (2, d): the two attribute prompts (e.g. "... on land", "...
+    on water"). The samples closer to the second prompt form P, the rest N; features are
+    scored by :func:`attribution_scores` along ``e_attr = t_2 - t_1``, selected by mass
+    ``alpha``, and their decoder columns turned into a basis by :func:`spurious_basis`.
     Returns ``(Q (d, r), selected indices, scores (m,))``.
     """
     _tensor(e, "e", 2), _tensor(text_attr, "text_attr", 2)
     if text_attr.shape != (2, e.shape[1]):
-        raise ValueError(f"text_attr must be (2, d) = (2, {e.shape[1]}), got "
-                         f"{tuple(text_attr.shape)}")
+        raise ValueError(
+            f"text_attr must be (2, d) = (2, {e.shape[1]}), got "
+            f"{tuple(text_attr.shape)}"
+        )
     pos = (e @ text_attr[1]) > (e @ text_attr[0])
     e_attr = text_attr[1] - text_attr[0]
     scores = attribution_scores(sae, e, pos, e_attr)
@@ -190,10 +222,12 @@ def dial_basis(sae: TopKSAE, e: torch.Tensor, text_attr: torch.Tensor, alpha: fl
     return Q, idx, scores
 
 
-def dial_plus_basis(sae: TopKSAE, e_cand: torch.Tensor, text_cls: torch.Tensor, k: int
-                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def dial_plus_basis(
+    sae: TopKSAE, e_cand: torch.Tensor, text_cls: torch.Tensor, k: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """DIAL+'s subspace: the ``k`` latents whose ablation flips the zero-shot prediction
-    most often over the candidates ``e_cand`` (n, d). Returns ``(Q, indices, frequencies)``."""
+    most often over the candidates ``e_cand`` (n, d). Returns
+    ``(Q, indices, frequencies)``."""
     k = _int(k, "k")
     m = sae.W_dec.shape[1]
     if k > m:
@@ -201,14 +235,23 @@ def dial_plus_basis(sae: TopKSAE, e_cand: torch.Tensor, text_cls: torch.Tensor, 
     freq = flip_frequencies(sae, e_cand, text_cls)
     n_flip = int((freq > 0).sum())
     if k > n_flip:  # the rest would be latents that never flip: silent padding
-        raise ValueError(f"k = {k} exceeds the {n_flip} latents that flip any prediction")
+        raise ValueError(
+            f"k = {k} exceeds the {n_flip} latents that flip any prediction"
+        )
     top = freq.argsort(descending=True)[:k]
     return orthonormal_basis(sae.W_dec.detach()[:, top]), top, freq
 
 
-def remove(e: torch.Tensor, mask: torch.Tensor, Q: torch.Tensor, lam: float,
-           source: str = "raw", sae: TopKSAE | None = None) -> torch.Tensor:
-    """``project_out`` applied to the rows of ``e`` in ``mask`` only (DIAL's candidates).
+def remove(
+    e: torch.Tensor,
+    mask: torch.Tensor,
+    Q: torch.Tensor,
+    lam: float,
+    source: str = "raw",
+    sae: TopKSAE | None = None,
+) -> torch.Tensor:
+    """``project_out`` applied to the rows of ``e`` in ``mask`` only (DIAL's
+    candidates).
 
     ``source="raw"`` removes span(Q) from the embedding itself, ``(I - lam P) e`` (what
     the chapter's claims use); ``source="recon"`` from the SAE reconstruction,
@@ -233,9 +276,9 @@ def remove(e: torch.Tensor, mask: torch.Tensor, Q: torch.Tensor, lam: float,
     return apply_to(e, mask, project_out(base, Q, lam))
 
 
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # the exercise
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 def check_project_out(fn) -> object:
@@ -245,38 +288,52 @@ def check_project_out(fn) -> object:
         g = torch.Generator().manual_seed(0)
         e = torch.randn(7, 5, generator=g, dtype=torch.float64)
         Q = torch.linalg.qr(torch.randn(5, 2, generator=g, dtype=torch.float64))[0]
-        perp = e - (e @ Q) @ Q.T          # the reference, computed before f sees e
+        perp = e - (e @ Q) @ Q.T  # the reference, computed before f sees e
         e0, Q0 = e.clone(), Q.clone()
 
-        def call(x, lam):                 # f gets copies; it must not edit its inputs
+        def call(x, lam):  # f gets copies; it must not edit its inputs
             xc, Qc = x.clone(), Q0.clone()
             out = f(xc, Qc, lam)
             assert torch.equal(xc, x) and torch.equal(Qc, Q0), (
-                "your function changed its input e or Q in place: return a new tensor")
+                "your function changed its input e or Q in place: return a new tensor"
+            )
             return out
 
         q3 = call(e0, 0.3)
         assert isinstance(q3, torch.Tensor), f"return a tensor, got {type(q3).__name__}"
-        assert q3.shape == e.shape, (f"the output must have the input's shape "
-                                     f"{tuple(e.shape)}, got {tuple(q3.shape)}")
+        assert q3.shape == e.shape, (
+            f"the output must have the input's shape "
+            f"{tuple(e.shape)}, got {tuple(q3.shape)}"
+        )
         assert ((q3 @ Q) - 0.7 * (e @ Q)).abs().max() < 1e-8, (
             "at lam = 0.3 the component in span(Q) should keep 70% of its size: "
-            "does your answer use lam?")
+            "does your answer use lam?"
+        )
         out = call(e, 1.0)
-        assert isinstance(out, torch.Tensor), f"return a tensor, got {type(out).__name__}"
-        assert out.shape == e.shape, (f"the output must have the input's shape {tuple(e.shape)}"
-                                      f", got {tuple(out.shape)}: rows are samples")
-        assert (out @ Q).abs().max() < 1e-8, ("at lam = 1 the output should have no component "
-                                              "left in span(Q): check which side Q Q^T acts on")
+        assert isinstance(out, torch.Tensor), (
+            f"return a tensor, got {type(out).__name__}"
+        )
+        assert out.shape == e.shape, (
+            f"the output must have the input's shape {tuple(e.shape)}"
+            f", got {tuple(out.shape)}: rows are samples"
+        )
+        assert (out @ Q).abs().max() < 1e-8, (
+            "at lam = 1 the output should have no component "
+            "left in span(Q): check which side Q Q^T acts on"
+        )
         perp = e - (e @ Q) @ Q.T
-        assert (out - perp).abs().max() < 1e-8, ("at lam = 1 the part of e orthogonal to "
-                                                 "span(Q) must be left untouched")
+        assert (out - perp).abs().max() < 1e-8, (
+            "at lam = 1 the part of e orthogonal to span(Q) must be left untouched"
+        )
         half = call(e, 0.5)
         assert ((half @ Q) - 0.5 * (e @ Q)).abs().max() < 1e-8, (
-            "at lam = 0.5 the component in span(Q) should shrink by half, not vanish")
+            "at lam = 0.5 the component in span(Q) should shrink by half, not vanish"
+        )
         assert (call(e, 0.0) - e).abs().max() < 1e-8, "lam = 0 must leave e unchanged"
         twice = call(out, 1.0)
-        assert (twice - out).abs().max() < 1e-8, "removing span(Q) twice must change nothing"
+        assert (twice - out).abs().max() < 1e-8, (
+            "removing span(Q) twice must change nothing"
+        )
         return "your partial projection matches e - lam Q Q^T e on every test"
 
     return grade_exercise(fn, trial)

@@ -1,9 +1,9 @@
 """The toy CLIP (image and text encoders, InfoNCE) and the top-k sparse autoencoder."""
+
 from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -11,30 +11,40 @@ import torch.nn.functional as F
 from ._checks import _int, _tensor
 from .data import VOCAB
 
-
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # the toy CLIP
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 class ToyCLIP(nn.Module):
     """A tiny contrastive image-text model.
 
-    ``encode_image``: (n, 3, S, S) -> (n, d) unit vectors, three stride-2 convolutions and
-    a linear head. ``encode_text``: (n, L) token ids -> (n, d) unit vectors, the mean of
-    token embeddings (padding 0 ignored) and a linear map.
+    ``encode_image``: (n, 3, S, S) -> (n, d) unit vectors, three stride-2 convolutions
+    and a linear head. ``encode_text``: (n, L) token ids -> (n, d) unit vectors, the
+    mean of token embeddings (padding 0 ignored) and a linear map.
     """
 
-    def __init__(self, vocab: int = len(VOCAB), d: int = 32, width: int = 16,
-                 size: int = 24):
+    def __init__(
+        self, vocab: int = len(VOCAB), d: int = 32, width: int = 16, size: int = 24
+    ):
         super().__init__()
-        vocab, d, width, size = (_int(vocab, "vocab", 2), _int(d, "d", 2),
-                                 _int(width, "width"), _int(size, "size", 8))
+        vocab, d, width, size = (
+            _int(vocab, "vocab", 2),
+            _int(d, "d", 2),
+            _int(width, "width"),
+            _int(size, "size", 8),
+        )
         self.image = nn.Sequential(
-            nn.Conv2d(3, width, 3, 2, 1), nn.ReLU(),
-            nn.Conv2d(width, 2 * width, 3, 2, 1), nn.ReLU(),
-            nn.Conv2d(2 * width, 4 * width, 3, 2, 1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(16 * width, d))
+            nn.Conv2d(3, width, 3, 2, 1),
+            nn.ReLU(),
+            nn.Conv2d(width, 2 * width, 3, 2, 1),
+            nn.ReLU(),
+            nn.Conv2d(2 * width, 4 * width, 3, 2, 1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(2),
+            nn.Flatten(),
+            nn.Linear(16 * width, d),
+        )
         self.tok = nn.Embedding(vocab, d, padding_idx=0)
         self.text = nn.Linear(d, d)
         self.logit_scale = nn.Parameter(torch.tensor(math.log(10.0)))
@@ -48,12 +58,17 @@ class ToyCLIP(nn.Module):
         return F.normalize(self.text(mean), dim=-1)
 
 
-def clip_loss(img: torch.Tensor, txt: torch.Tensor, scale: torch.Tensor,
-              same: torch.Tensor | None = None) -> torch.Tensor:
+def clip_loss(
+    img: torch.Tensor,
+    txt: torch.Tensor,
+    scale: torch.Tensor,
+    same: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Symmetric InfoNCE on (n, d) unit image and text embeddings.
 
     ``same`` (n, n) bool marks pairs with identical captions: they are all positives (an
-    image is not pushed away from its own caption's duplicates); ``None``: only the diagonal.
+    image is not pushed away from its own caption's duplicates); ``None``: only
+    the diagonal.
     """
     logits = scale * img @ txt.T
     target = torch.eye(len(img), device=img.device) if same is None else same.float()
@@ -61,9 +76,15 @@ def clip_loss(img: torch.Tensor, txt: torch.Tensor, scale: torch.Tensor,
     return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target.T))
 
 
-def train_clip(model: ToyCLIP, images: torch.Tensor, tokens: torch.Tensor, steps: int,
-               batch: int = 128, lr: float = 3e-3, generator: torch.Generator | None = None
-               ) -> list[float]:
+def train_clip(
+    model: ToyCLIP,
+    images: torch.Tensor,
+    tokens: torch.Tensor,
+    steps: int,
+    batch: int = 128,
+    lr: float = 3e-3,
+    generator: torch.Generator | None = None,
+) -> list[float]:
     """Adam on :func:`clip_loss` over random batches; returns the loss per step."""
     steps, batch = _int(steps, "steps"), _int(batch, "batch", 2)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -72,8 +93,12 @@ def train_clip(model: ToyCLIP, images: torch.Tensor, tokens: torch.Tensor, steps
         i = torch.randint(len(images), (batch,), generator=generator).to(images.device)
         t = tokens[i]
         same = (t[:, None, :] == t[None, :, :]).all(-1)
-        loss = clip_loss(model.encode_image(images[i]), model.encode_text(t),
-                         model.logit_scale.exp().clamp(max=100), same)
+        loss = clip_loss(
+            model.encode_image(images[i]),
+            model.encode_text(t),
+            model.logit_scale.exp().clamp(max=100),
+            same,
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -82,23 +107,32 @@ def train_clip(model: ToyCLIP, images: torch.Tensor, tokens: torch.Tensor, steps
 
 
 @torch.no_grad()
-def embed_images(model: ToyCLIP, images: torch.Tensor, batch: int = 1024) -> torch.Tensor:
+def embed_images(
+    model: ToyCLIP, images: torch.Tensor, batch: int = 1024
+) -> torch.Tensor:
     """(n, d) unit image embeddings, in batches."""
     model.eval()
-    return torch.cat([model.encode_image(images[i:i + batch])
-                      for i in range(0, len(images), batch)])
+    return torch.cat(
+        [
+            model.encode_image(images[i : i + batch])
+            for i in range(0, len(images), batch)
+        ]
+    )
 
 
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # the sparse autoencoder
-# ---------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 
 
 class TopKSAE(nn.Module):
     """Top-k sparse autoencoder: ``z = TopK_k(ReLU(W_enc (e - b_dec) + b_enc))``,
-    ``e_hat = W_dec z + b_dec``, unit-norm decoder columns ``f_j`` (``W_dec`` is (d, m))."""
+    ``e_hat = W_dec z + b_dec``, unit-norm decoder columns ``f_j`` (``W_dec``
+    is (d, m))."""
 
-    def __init__(self, d: int, m: int, k: int, generator: torch.Generator | None = None):
+    def __init__(
+        self, d: int, m: int, k: int, generator: torch.Generator | None = None
+    ):
         super().__init__()
         d, m, k = _int(d, "d"), _int(m, "m"), _int(k, "k")
         if k > m:
@@ -123,10 +157,17 @@ class TopKSAE(nn.Module):
         return self.decode(z), z
 
 
-def train_sae(sae: TopKSAE, e: torch.Tensor, steps: int, batch: int = 256, lr: float = 3e-3,
-              generator: torch.Generator | None = None) -> list[float]:
+def train_sae(
+    sae: TopKSAE,
+    e: torch.Tensor,
+    steps: int,
+    batch: int = 256,
+    lr: float = 3e-3,
+    generator: torch.Generator | None = None,
+) -> list[float]:
     """Adam on the reconstruction error ``mean ||e - e_hat||^2`` (the top-k does the
-    sparsity); decoder columns renormalised after each step. Returns the loss per step."""
+    sparsity); decoder columns renormalised after each step. Returns the loss
+    per step."""
     _tensor(e, "e", 2)
     steps, batch = _int(steps, "steps"), _int(batch, "batch")
     with torch.no_grad():

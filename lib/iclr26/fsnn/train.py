@@ -1,4 +1,6 @@
-"""Training and scoring the small spiking classifiers of the chapter (plain Adam, cross-entropy)."""
+"""Training and scoring the small spiking classifiers of the chapter (plain Adam,
+cross-entropy)."""
+
 from __future__ import annotations
 
 import torch
@@ -7,18 +9,28 @@ from torch import nn
 from .kernels import _check_n
 
 
-def train_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: int, batch: int,
-                     lr: float, seed: int = 0) -> list[float]:
-    """Train ``model`` with Adam on random mini-batches of (x, y); return the loss per step.
+def train_classifier(
+    model: nn.Module,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    steps: int,
+    batch: int,
+    lr: float,
+    seed: int = 0,
+) -> list[float]:
+    """Train ``model`` with Adam on random mini-batches of (x, y); return the
+    loss per step.
 
     x: (T, n, d) events, time first, on the model's device; y: (n,) int64 labels.
-    The batches are drawn from a generator seeded with ``seed`` (on the CPU, so runs agree
-    across devices).
+    The batches are drawn from a generator seeded with ``seed`` (on the CPU, so runs
+    agree across devices).
     """
     if not isinstance(x, torch.Tensor) or not isinstance(y, torch.Tensor):
         raise TypeError("x and y must be tensors")
     if x.ndim != 3 or y.shape != (x.shape[1],):
-        raise ValueError(f"x must be (T, n, d) and y (n,), got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"x must be (T, n, d) and y (n,), got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     _check_n(steps)
     _check_n(batch)
     if not (isinstance(lr, float) and lr > 0):
@@ -40,5 +52,7 @@ def train_classifier(model: nn.Module, x: torch.Tensor, y: torch.Tensor, steps: 
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Percent of (x, y) that ``model`` classifies correctly (x: (T, n, d), y: (n,))."""
     if x.ndim != 3 or y.shape != (x.shape[1],):
-        raise ValueError(f"x must be (T, n, d) and y (n,), got {tuple(x.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"x must be (T, n, d) and y (n,), got {tuple(x.shape)} and {tuple(y.shape)}"
+        )
     return 100.0 * float((model(x).argmax(1) == y).float().mean())

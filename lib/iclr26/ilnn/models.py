@@ -1,5 +1,6 @@
-"""Small models and data for the ILNN chapter: Lorentz and Euclidean CNNs and MLPs, a seeded
-synthetic hierarchy, and a plain training loop."""
+"""Small models and data for the ILNN chapter: Lorentz and Euclidean CNNs and MLPs, a
+seeded synthetic hierarchy, and a plain training loop."""
+
 from __future__ import annotations
 
 import math
@@ -9,23 +10,40 @@ from torch import nn
 from torch.nn import functional as F
 
 from .geometry import _check_k, lift, lorentz_centroid
-from .layers import (LFC, PLFC, GyroBN, GyroLBN, LorentzBatchNorm, LorentzConv2d,
-                     LorentzDropout, LorentzReLU)
+from .layers import (
+    LFC,
+    PLFC,
+    GyroBN,
+    GyroLBN,
+    LorentzBatchNorm,
+    LorentzConv2d,
+    LorentzDropout,
+    LorentzReLU,
+)
 
 
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 # models for the chapter
-# ----------------------------------------------------------------------------------------------
+# --------------------------------------------------------------------------------------
 class LorentzCNN(nn.Module):
-    """Two Lorentz conv blocks + centroid pooling + hyperplane-logit head, for 8x8 images.
+    """Two Lorentz conv blocks + centroid pooling + hyperplane-logit head,
+    for 8x8 images.
 
-    variant='ilnn': PLFC convolutions (digamma concat, gyro-bias), ``bn`` ('gyrolbn' | 'gyrobn' |
-    'lbn'), Lorentz ReLU and dropout, PLFC head.  variant='hcnn': plain concat + LFC, LBN, LFC head.
-    Input (B, 1, 8, 8) pixels -> logits (B, classes).
+    variant='ilnn': PLFC convolutions (digamma concat, gyro-bias), ``bn`` ('gyrolbn' |
+    'gyrobn' | 'lbn'), Lorentz ReLU and dropout, PLFC head. variant='hcnn': plain concat
+    + LFC, LBN, LFC head. Input (B, 1, 8, 8) pixels -> logits (B, classes).
     """
 
-    def __init__(self, width: int = 16, classes: int = 10, k: float = 1.0, variant: str = "ilnn",
-                 bn: str | None = None, dropout: float = 0.1, gamma: float = 1.0):
+    def __init__(
+        self,
+        width: int = 16,
+        classes: int = 10,
+        k: float = 1.0,
+        variant: str = "ilnn",
+        bn: str | None = None,
+        dropout: float = 0.1,
+        gamma: float = 1.0,
+    ):
         super().__init__()
         bn = bn or ("gyrolbn" if variant == "ilnn" else "lbn")
         norms = {"gyrolbn": GyroLBN, "gyrobn": GyroBN, "lbn": LorentzBatchNorm}
@@ -34,42 +52,70 @@ class LorentzCNN(nn.Module):
         self.k = _check_k(k)
         self.conv1 = LorentzConv2d(1, width, 3, k, padding=1, variant=variant)
         self.bn1 = norms[bn](width, k, gamma=gamma)
-        self.conv2 = LorentzConv2d(width, 2 * width, 3, k, stride=2, padding=1, variant=variant)
+        self.conv2 = LorentzConv2d(
+            width, 2 * width, 3, k, stride=2, padding=1, variant=variant
+        )
         self.bn2 = norms[bn](2 * width, k, gamma=gamma)
         self.act = LorentzReLU(k)
         self.drop = LorentzDropout(dropout, k)
-        self.head = PLFC(2 * width, classes, k) if variant == "ilnn" else LFC(2 * width, classes, k)
+        self.head = (
+            PLFC(2 * width, classes, k)
+            if variant == "ilnn"
+            else LFC(2 * width, classes, k)
+        )
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[1] != 1:
-            got = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
-            raise ValueError(f"LorentzCNN expects images of shape (B, 1, H, W), got {got}; "
-                             "reshape flat 8x8 digits with x.reshape(-1, 1, 8, 8)")
-        x = lift(images.permute(0, 2, 3, 1), self.k)            # (B, 8, 8, 2): each pixel a point of L^1
-        x = self.act(self.bn1(self.conv1(x)))                   # (B, 8, 8, w+1)
-        x = self.act(self.bn2(self.conv2(x)))                   # (B, 4, 4, 2w+1)
-        x = lorentz_centroid(x.flatten(1, 2), self.k, dim=1)    # (B, 2w+1): pool = centroid
-        return self.head.logits(self.drop(x))                   # (B, classes)
+        if (
+            not isinstance(images, torch.Tensor)
+            or images.ndim != 4
+            or images.shape[1] != 1
+        ):
+            got = (
+                tuple(images.shape)
+                if isinstance(images, torch.Tensor)
+                else type(images).__name__
+            )
+            raise ValueError(
+                f"LorentzCNN expects images of shape (B, 1, H, W), got {got}; "
+                "reshape flat 8x8 digits with x.reshape(-1, 1, 8, 8)"
+            )
+        # (B, 8, 8, 2): each pixel a point of L^1
+        x = lift(images.permute(0, 2, 3, 1), self.k)
+        x = self.act(self.bn1(self.conv1(x)))  # (B, 8, 8, w+1)
+        x = self.act(self.bn2(self.conv2(x)))  # (B, 4, 4, 2w+1)
+        # (B, 2w+1): pool = centroid
+        x = lorentz_centroid(x.flatten(1, 2), self.k, dim=1)
+        return self.head.logits(self.drop(x))  # (B, classes)
 
 
 class EuclideanCNN(nn.Module):
-    """The Euclidean CNN of the same width: conv-BN-ReLU x2, average pool, dropout, linear."""
+    """The Euclidean CNN of the same width: conv-BN-ReLU x2, average pool,
+    dropout, linear."""
 
     def __init__(self, width: int = 16, classes: int = 10, dropout: float = 0.1):
         super().__init__()
         self.net = nn.Sequential(
-            nn.Conv2d(1, width, 3, padding=1), nn.BatchNorm2d(width), nn.ReLU(),
-            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1), nn.BatchNorm2d(2 * width), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Dropout(dropout), nn.Linear(2 * width, classes))
+            nn.Conv2d(1, width, 3, padding=1),
+            nn.BatchNorm2d(width),
+            nn.ReLU(),
+            nn.Conv2d(width, 2 * width, 3, stride=2, padding=1),
+            nn.BatchNorm2d(2 * width),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
+            nn.Flatten(),
+            nn.Dropout(dropout),
+            nn.Linear(2 * width, classes),
+        )
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.net(images)
 
 
 class FlatHead(nn.Module):
-    """PLFC's k -> 0 limit as a logit head: |U_i| times the Euclidean signed distance of the
-    space coordinates to U_i^T x_s = |U_i| a_i, i.e. U^T x_s - |U| a.  (..., n+1) -> (..., m).
-    Used in the chapter's head ablation: the same parameters as a PLFC head, no curvature."""
+    """PLFC's k -> 0 limit as a logit head: |U_i| times the Euclidean signed distance of
+    the space coordinates to U_i^T x_s = |U_i| a_i, i.e. U^T x_s - |U| a.
+    (..., n+1) -> (..., m). Used in the chapter's head ablation: the same parameters as
+    a PLFC head, no curvature."""
 
     def __init__(self, in_dim: int, out_dim: int):
         super().__init__()
@@ -81,15 +127,25 @@ class FlatHead(nn.Module):
 
 
 class LorentzMLP(nn.Module):
-    """in -> hidden -> bottleneck -> classes, every layer on the hyperboloid.  (B, d) -> (B, classes).
+    """in -> hidden -> bottleneck -> classes, every layer on the hyperboloid.
+    (B, d) -> (B, classes).
 
-    variant='ilnn': PLFC layers and GyroLBN; 'hcnn': LFC layers and HCNN's LBN.  ``bn`` and
-    ``head`` override the norm ('gyrolbn' | 'lbn' | 'gyrobn') and the logit head ('plfc' |
-    'lfc' | 'flat', the last being PLFC's Euclidean limit) for ablations.
+    variant='ilnn': PLFC layers and GyroLBN; 'hcnn': LFC layers and HCNN's LBN.
+    ``bn`` and ``head`` override the norm ('gyrolbn' | 'lbn' | 'gyrobn') and the logit
+    head ('plfc' | 'lfc' | 'flat', the last being PLFC's Euclidean limit) for ablations.
     """
 
-    def __init__(self, in_dim: int, hidden: int, bottleneck: int, classes: int, k: float = 1.0,
-                 variant: str = "ilnn", bn: str | None = None, head: str | None = None):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        bottleneck: int,
+        classes: int,
+        k: float = 1.0,
+        variant: str = "ilnn",
+        bn: str | None = None,
+        head: str | None = None,
+    ):
         super().__init__()
         if variant not in ("ilnn", "hcnn"):
             raise ValueError(f"variant must be 'ilnn' or 'hcnn', got {variant!r}")
@@ -99,33 +155,52 @@ class LorentzMLP(nn.Module):
         norms = {"gyrolbn": GyroLBN, "lbn": LorentzBatchNorm, "gyrobn": GyroBN}
         if bn not in norms:
             raise ValueError(f"bn must be one of {list(norms)}, got {bn!r}")
-        heads = {"plfc": lambda: PLFC(bottleneck, classes, k), "lfc": lambda: LFC(bottleneck, classes, k),
-                 "flat": lambda: FlatHead(bottleneck, classes)}
+        heads = {
+            "plfc": lambda: PLFC(bottleneck, classes, k),
+            "lfc": lambda: LFC(bottleneck, classes, k),
+            "flat": lambda: FlatHead(bottleneck, classes),
+        }
         if head not in heads:
             raise ValueError(f"head must be one of {list(heads)}, got {head!r}")
         FC, BN = (PLFC if variant == "ilnn" else LFC), norms[bn]
-        self.fc1, self.bn1, self.act = FC(in_dim, hidden, k), BN(hidden, k), LorentzReLU(k)
+        self.fc1, self.bn1, self.act = (
+            FC(in_dim, hidden, k),
+            BN(hidden, k),
+            LorentzReLU(k),
+        )
         self.fc2, self.bn2 = FC(hidden, bottleneck, k), BN(bottleneck, k)
         self.head = heads[head]()
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
-        if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[1] != self.fc1.in_dim:
+        if (
+            not isinstance(x, torch.Tensor)
+            or x.ndim != 2
+            or x.shape[1] != self.fc1.in_dim
+        ):
             got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"LorentzMLP expects (B, {self.fc1.in_dim}) features, got {got}")
+            raise ValueError(
+                f"LorentzMLP expects (B, {self.fc1.in_dim}) features, got {got}"
+            )
         h = self.act(self.bn1(self.fc1(lift(x, self.k))))
-        return self.bn2(self.fc2(h))                              # (B, bottleneck+1)
+        return self.bn2(self.fc2(h))  # (B, bottleneck+1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head.logits(self.embed(x))
 
 
 class EuclideanMLP(nn.Module):
-    """in -> hidden -> bottleneck -> classes with BatchNorm and ReLU.  (B, d) -> (B, classes)."""
+    """in -> hidden -> bottleneck -> classes with BatchNorm and ReLU.
+    (B, d) -> (B, classes)."""
 
     def __init__(self, in_dim: int, hidden: int, bottleneck: int, classes: int):
         super().__init__()
-        self.body = nn.Sequential(nn.Linear(in_dim, hidden), nn.BatchNorm1d(hidden), nn.ReLU(),
-                                  nn.Linear(hidden, bottleneck), nn.BatchNorm1d(bottleneck))
+        self.body = nn.Sequential(
+            nn.Linear(in_dim, hidden),
+            nn.BatchNorm1d(hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, bottleneck),
+            nn.BatchNorm1d(bottleneck),
+        )
         self.head = nn.Linear(bottleneck, classes)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
@@ -135,20 +210,37 @@ class EuclideanMLP(nn.Module):
         return self.head(self.body(x))
 
 
-def tree_data(branching: int = 3, depth: int = 4, dim: int = 32, per_leaf: int = 20, noise: float = 0.5,
-              decay: float = 0.7, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Samples from a random hierarchy: each node adds a Gaussian offset (scale ``decay**level``) to
-    its parent's centre; samples are leaf centres plus noise, labelled by leaf.
+def tree_data(
+    branching: int = 3,
+    depth: int = 4,
+    dim: int = 32,
+    per_leaf: int = 20,
+    noise: float = 0.5,
+    decay: float = 0.7,
+    seed: int = 0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Samples from a random hierarchy: each node adds a Gaussian offset (scale
+    ``decay**level``) to its parent's centre; samples are leaf centres plus noise,
+    labelled by leaf.
 
     Returns x: (branching**depth * per_leaf, dim) float32 and y: (same,) int64 with
     branching**depth classes.
     """
-    for name, v in (("branching", branching), ("depth", depth), ("dim", dim), ("per_leaf", per_leaf),
-                    ("seed", seed)):
+    for name, v in (
+        ("branching", branching),
+        ("depth", depth),
+        ("dim", dim),
+        ("per_leaf", per_leaf),
+        ("seed", seed),
+    ):
         if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
     for name, v in (("noise", noise), ("decay", decay)):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (v >= 0 and math.isfinite(v)):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not (v >= 0 and math.isfinite(v))
+        ):
             raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
     if branching < 2 or depth < 1 or per_leaf < 1 or dim < 1:
         raise ValueError("need branching >= 2, depth >= 1, per_leaf >= 1, dim >= 1")
@@ -156,18 +248,28 @@ def tree_data(branching: int = 3, depth: int = 4, dim: int = 32, per_leaf: int =
     centres = torch.zeros(1, dim)
     for level in range(depth):
         kids = centres.repeat_interleave(branching, 0)
-        centres = kids + decay ** level * torch.randn(kids.shape, generator=g)   # child = parent + offset
+        # child = parent + offset
+        centres = kids + decay**level * torch.randn(kids.shape, generator=g)
     n_leaves = centres.shape[0]
     y = torch.arange(n_leaves).repeat_interleave(per_leaf)
-    x = centres[y] + noise * decay ** depth * torch.randn(len(y), dim, generator=g)
+    x = centres[y] + noise * decay**depth * torch.randn(len(y), dim, generator=g)
     return x, y
 
 
-def train_classifier(model: nn.Module, x_tr: torch.Tensor, y_tr: torch.Tensor, x_te: torch.Tensor,
-                     y_te: torch.Tensor, epochs: int = 20, batch_size: int = 64, lr: float = 1e-2,
-                     seed: int = 0) -> dict:
-    """Adam on cross-entropy, minibatches drawn with a seeded generator.  Returns a dict with the
-    test accuracy, the per-epoch training loss and the CPU seconds spent in training steps."""
+def train_classifier(
+    model: nn.Module,
+    x_tr: torch.Tensor,
+    y_tr: torch.Tensor,
+    x_te: torch.Tensor,
+    y_te: torch.Tensor,
+    epochs: int = 20,
+    batch_size: int = 64,
+    lr: float = 1e-2,
+    seed: int = 0,
+) -> dict:
+    """Adam on cross-entropy, minibatches drawn with a seeded generator.
+    Returns a dict with the test accuracy, the per-epoch training loss and the CPU
+    seconds spent in training steps."""
     import time
 
     g = torch.Generator().manual_seed(seed)
@@ -181,7 +283,7 @@ def train_classifier(model: nn.Module, x_tr: torch.Tensor, y_tr: torch.Tensor, x
         total = 0.0
         t0 = time.process_time()
         for i in range(0, n - batch_size + 1, batch_size):
-            idx = perm[i:i + batch_size]
+            idx = perm[i : i + batch_size]
             loss = F.cross_entropy(model(x_tr[idx]), y_tr[idx])
             opt.zero_grad()
             loss.backward()
@@ -194,5 +296,3 @@ def train_classifier(model: nn.Module, x_tr: torch.Tensor, y_tr: torch.Tensor, x
     with torch.no_grad():
         acc = (model(x_te).argmax(1) == y_te).float().mean().item()
     return {"acc": acc, "losses": losses, "cpu_s": cpu}
-
-

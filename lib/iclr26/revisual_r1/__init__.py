@@ -23,15 +23,55 @@ Pieces, top to bottom:
   :func:`run_pipeline`, :func:`tune_lr`, :func:`zero_advantage_probe` (``pipeline.py``)
 * :func:`check_advantages` (the chapter's coding exercise)
 """
-from .grpo import (TauSchedule, check_advantages, grpo_advantages, grpo_loss,
-                   pad_select, zero_advantage_fraction, zero_advantage_theory)
-from .pipeline import (ARMS, KL_COEF, PAD_CODE, PAD_PAPER, RLHistory, TinyMLLMPolicy,
-                       VisualArithmetic, accuracy, align_vision, answer_spread, cold_start_sft,
-                       rl_stage, run_pipeline, tune_lr, zero_advantage_probe)
 
-__all__ = ["ARMS", "KL_COEF", "PAD_CODE", "PAD_PAPER", "RLHistory", "TauSchedule",
-           "TinyMLLMPolicy",
-           "VisualArithmetic", "accuracy", "align_vision", "answer_spread", "check_advantages",
-           "cold_start_sft", "grpo_advantages", "grpo_loss", "pad_select", "rl_stage",
-           "run_pipeline", "tune_lr", "zero_advantage_fraction", "zero_advantage_probe",
-           "zero_advantage_theory"]
+from .grpo import (
+    TauSchedule,
+    check_advantages,
+    grpo_advantages,
+    grpo_loss,
+    pad_select,
+    zero_advantage_fraction,
+    zero_advantage_theory,
+)
+from .pipeline import (
+    ARMS,
+    KL_COEF,
+    PAD_CODE,
+    PAD_PAPER,
+    RLHistory,
+    TinyMLLMPolicy,
+    VisualArithmetic,
+    accuracy,
+    align_vision,
+    answer_spread,
+    cold_start_sft,
+    rl_stage,
+    run_pipeline,
+    tune_lr,
+    zero_advantage_probe,
+)
+
+__all__ = [
+    "ARMS",
+    "KL_COEF",
+    "PAD_CODE",
+    "PAD_PAPER",
+    "RLHistory",
+    "TauSchedule",
+    "TinyMLLMPolicy",
+    "VisualArithmetic",
+    "accuracy",
+    "align_vision",
+    "answer_spread",
+    "check_advantages",
+    "cold_start_sft",
+    "grpo_advantages",
+    "grpo_loss",
+    "pad_select",
+    "rl_stage",
+    "run_pipeline",
+    "tune_lr",
+    "zero_advantage_fraction",
+    "zero_advantage_probe",
+    "zero_advantage_theory",
+]

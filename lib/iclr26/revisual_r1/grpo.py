@@ -1,5 +1,6 @@
 """GRPO's group-normalised advantage, its zero-advantage maths, PAD's selection rule
 (the paper's and the code's), the clipped surrogate, and the exercise's check."""
+
 from __future__ import annotations
 
 import math
@@ -13,20 +14,26 @@ from ..core import ExerciseVerdict, grade_exercise
 # ------------------------------------------------------------------------ GRPO maths
 def _as_rewards(rewards) -> torch.Tensor:
     if not isinstance(rewards, torch.Tensor):
-        raise TypeError(f"rewards must be a torch.Tensor of shape (P, G), got "
-                        f"{type(rewards).__name__}")
+        raise TypeError(
+            f"rewards must be a torch.Tensor of shape (P, G), got "
+            f"{type(rewards).__name__}"
+        )
     if rewards.ndim != 2 or rewards.shape[1] < 2 or rewards.shape[0] < 1:
-        raise ValueError(f"rewards must have shape (P prompts, G >= 2 samples), got "
-                         f"{tuple(rewards.shape)}")
-    r = rewards.to(torch.get_default_dtype() if not rewards.is_floating_point()
-                   else rewards.dtype)
+        raise ValueError(
+            f"rewards must have shape (P prompts, G >= 2 samples), got "
+            f"{tuple(rewards.shape)}"
+        )
+    r = rewards.to(
+        torch.get_default_dtype() if not rewards.is_floating_point() else rewards.dtype
+    )
     if not torch.isfinite(r).all():
         raise ValueError("rewards must be finite (found NaN or inf)")
     return r
 
 
-def grpo_advantages(rewards: torch.Tensor, eps: float = 1e-6,
-                    unbiased: bool = True) -> torch.Tensor:
+def grpo_advantages(
+    rewards: torch.Tensor, eps: float = 1e-6, unbiased: bool = True
+) -> torch.Tensor:
     """GRPO's group-normalised advantage A_ij = (r_ij - mean_j r_i) / (std_j r_i + eps).
 
     rewards: (P, G), G samples for each of P prompts. Returns (P, G). ``unbiased`` uses
@@ -34,8 +41,12 @@ def grpo_advantages(rewards: torch.Tensor, eps: float = 1e-6,
     all equal gets A = 0 exactly (its numerator is 0).
     """
     r = _as_rewards(rewards)
-    if (isinstance(eps, bool) or not isinstance(eps, (int, float))
-            or not math.isfinite(eps) or eps <= 0):
+    if (
+        isinstance(eps, bool)
+        or not isinstance(eps, (int, float))
+        or not math.isfinite(eps)
+        or eps <= 0
+    ):
         raise ValueError(f"eps must be a positive float, got {eps!r}")
     centred = r - r.mean(dim=1, keepdim=True)
     return centred / (r.std(dim=1, keepdim=True, unbiased=unbiased) + eps)
@@ -50,32 +61,44 @@ def zero_advantage_fraction(rewards: torch.Tensor) -> float:
 def zero_advantage_theory(p_correct: torch.Tensor, group_size: int) -> torch.Tensor:
     """P(G Bernoulli(p) rewards are all equal) = p^G + (1-p)^G, elementwise."""
     if not isinstance(p_correct, torch.Tensor) or not p_correct.is_floating_point():
-        raise TypeError("p_correct must be a floating-point torch.Tensor of "
-                        "probabilities")
-    if (isinstance(group_size, bool) or not isinstance(group_size, int)
-            or group_size < 2):
+        raise TypeError(
+            "p_correct must be a floating-point torch.Tensor of probabilities"
+        )
+    if (
+        isinstance(group_size, bool)
+        or not isinstance(group_size, int)
+        or group_size < 2
+    ):
         raise ValueError(f"group_size must be an int >= 2, got {group_size!r}")
     if ((p_correct < 0) | (p_correct > 1) | ~torch.isfinite(p_correct)).any():
         raise ValueError("p_correct must lie in [0, 1]")
-    return p_correct ** group_size + (1 - p_correct) ** group_size
+    return p_correct**group_size + (1 - p_correct) ** group_size
 
 
 # ----------------------------------------------------------------------------- PAD
 def _finite_pos(x) -> bool:
-    return (not isinstance(x, bool) and isinstance(x, (int, float))
-            and math.isfinite(x) and x > 0)
+    return (
+        not isinstance(x, bool)
+        and isinstance(x, (int, float))
+        and math.isfinite(x)
+        and x > 0
+    )
 
 
 @dataclass
 class TauSchedule:
     """PAD's temperature, linear from ``start`` to ``end`` over ``steps`` steps."""
+
     start: float = 1.0
     end: float = 0.3
     steps: int = 100
 
     def __post_init__(self):
-        if (isinstance(self.steps, bool) or not isinstance(self.steps, int)
-                or self.steps < 1):
+        if (
+            isinstance(self.steps, bool)
+            or not isinstance(self.steps, int)
+            or self.steps < 1
+        ):
             raise ValueError(f"TauSchedule needs an int steps >= 1, got {self.steps!r}")
         if not (_finite_pos(self.start) and _finite_pos(self.end)):
             raise ValueError("TauSchedule needs finite start > 0 and end > 0")
@@ -85,10 +108,16 @@ class TauSchedule:
         return self.start + (self.end - self.start) * frac
 
 
-def pad_select(adv: torch.Tensor, t_low: float = 0.05, t_high: float = float("inf"),
-               tau: float = 0.3, rho: float = 1.0, mode: str = "paper",
-               alpha: float = 1.5,
-               generator: torch.Generator | None = None) -> torch.Tensor:
+def pad_select(
+    adv: torch.Tensor,
+    t_low: float = 0.05,
+    t_high: float = float("inf"),
+    tau: float = 0.3,
+    rho: float = 1.0,
+    mode: str = "paper",
+    alpha: float = 1.5,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
     """Indices (1-d long tensor into ``adv.flatten()``) of the samples PAD trains on.
 
     N = adv.numel().
@@ -111,13 +140,19 @@ def pad_select(adv: torch.Tensor, t_low: float = 0.05, t_high: float = float("in
         raise ValueError("adv must be non-empty and finite")
     if mode not in ("paper", "code"):
         raise ValueError(f"mode must be 'paper' or 'code', got {mode!r}")
-    if not (isinstance(t_low, (int, float)) and isinstance(t_high, (int, float))
-            and 0 <= t_low <= t_high):  # NaN fails every comparison
-        raise ValueError(f"need 0 <= t_low <= t_high, got t_low={t_low}, "
-                         f"t_high={t_high}")
+    if not (
+        isinstance(t_low, (int, float))
+        and isinstance(t_high, (int, float))
+        and 0 <= t_low <= t_high
+    ):  # NaN fails every comparison
+        raise ValueError(
+            f"need 0 <= t_low <= t_high, got t_low={t_low}, t_high={t_high}"
+        )
     if not (_finite_pos(tau) and _finite_pos(rho) and _finite_pos(alpha)):
-        raise ValueError(f"tau, rho and alpha must be finite and positive, got "
-                         f"tau={tau!r}, rho={rho!r}, alpha={alpha!r}")
+        raise ValueError(
+            f"tau, rho and alpha must be finite and positive, got "
+            f"tau={tau!r}, rho={rho!r}, alpha={alpha!r}"
+        )
     a = adv.flatten().abs()
     if mode == "code":
         eff = (a > t_low) & (a < t_high)
@@ -143,10 +178,14 @@ def pad_select(adv: torch.Tensor, t_low: float = 0.05, t_high: float = float("in
     return eff[pick.to(eff.device)]
 
 
-def grpo_loss(logp: torch.Tensor, adv: torch.Tensor,
-              old_logp: torch.Tensor | None = None,
-              clip: float = 0.2, kl_coef: float = 0.0,
-              ref_logp: torch.Tensor | None = None) -> torch.Tensor:
+def grpo_loss(
+    logp: torch.Tensor,
+    adv: torch.Tensor,
+    old_logp: torch.Tensor | None = None,
+    clip: float = 0.2,
+    kl_coef: float = 0.0,
+    ref_logp: torch.Tensor | None = None,
+) -> torch.Tensor:
     """GRPO's clipped surrogate (to minimise), averaged over the given samples.
 
     logp, adv, old_logp, ref_logp: (n,) for the n sampled answers. The ratio is
@@ -154,25 +193,37 @@ def grpo_loss(logp: torch.Tensor, adv: torch.Tensor,
     ratio 1).
     The KL term is the k3 ("low-var-kl") estimator exp(ref - logp) - (ref - logp) - 1.
     """
-    for name, t in (("logp", logp), ("adv", adv), ("old_logp", old_logp),
-                    ("ref_logp", ref_logp)):
-        if t is not None and (not isinstance(t, torch.Tensor)
-                              or not t.is_floating_point()):
+    for name, t in (
+        ("logp", logp),
+        ("adv", adv),
+        ("old_logp", old_logp),
+        ("ref_logp", ref_logp),
+    ):
+        if t is not None and (
+            not isinstance(t, torch.Tensor) or not t.is_floating_point()
+        ):
             raise TypeError(f"{name} must be a floating-point torch.Tensor")
     if logp.ndim != 1 or logp.numel() == 0:
-        raise ValueError(f"logp must be 1-d and non-empty, got shape "
-                         f"{tuple(logp.shape)}")
+        raise ValueError(
+            f"logp must be 1-d and non-empty, got shape {tuple(logp.shape)}"
+        )
     for name, t in (("adv", adv), ("old_logp", old_logp), ("ref_logp", ref_logp)):
         # a (n, 1) tensor would broadcast against (n,) to (n, n): refuse it
         if t is not None and t.shape != logp.shape:
-            raise ValueError(f"{name} must have logp's shape {tuple(logp.shape)}, got "
-                             f"{tuple(t.shape)}")
+            raise ValueError(
+                f"{name} must have logp's shape {tuple(logp.shape)}, got "
+                f"{tuple(t.shape)}"
+            )
     if not torch.isfinite(adv).all():
         raise ValueError("adv must be finite (found NaN or inf)")
     if not _finite_pos(clip):
         raise ValueError(f"clip must be a finite float > 0, got {clip!r}")
-    if (isinstance(kl_coef, bool) or not isinstance(kl_coef, (int, float))
-            or not math.isfinite(kl_coef) or kl_coef < 0):
+    if (
+        isinstance(kl_coef, bool)
+        or not isinstance(kl_coef, (int, float))
+        or not math.isfinite(kl_coef)
+        or kl_coef < 0
+    ):
         raise ValueError(f"kl_coef must be a finite float >= 0, got {kl_coef!r}")
     old = logp.detach() if old_logp is None else old_logp
     ratio = torch.exp(logp - old)
@@ -195,35 +246,48 @@ def check_advantages(fn) -> ExerciseVerdict:
 
 def _trial_advantages(fn) -> str:
     g = torch.Generator().manual_seed(0)
-    cases = [torch.tensor([[1., 0., 0., 0.], [1., 1., 1., 1.]]),
-             (torch.rand(5, 8, generator=g) < 0.3).float(),
-             torch.randn(3, 6, generator=g)]
+    cases = [
+        torch.tensor([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]),
+        (torch.rand(5, 8, generator=g) < 0.3).float(),
+        torch.randn(3, 6, generator=g),
+    ]
     for r in cases:
         want = grpo_advantages(r.double())
         got = fn(r.clone())
-        assert isinstance(got, torch.Tensor), \
+        assert isinstance(got, torch.Tensor), (
             f"return a torch.Tensor, not {type(got).__name__}"
-        assert got.is_floating_point(), \
+        )
+        assert got.is_floating_point(), (
             f"return floating-point advantages, not {got.dtype}"
+        )
         got = got.detach().double()  # compare in float64, whatever dtype was returned
         assert got.shape == want.shape, (
             f"for rewards of shape {tuple(r.shape)} return one advantage per sample, "
-            f"not shape {tuple(got.shape)}")
+            f"not shape {tuple(got.shape)}"
+        )
         assert torch.isfinite(got).all(), (
             "a group whose rewards are all equal gave NaN or inf: what keeps the "
-            "denominator away from 0?")
-        if not torch.allclose(got.sum(1), torch.zeros(len(r), dtype=torch.float64),
-                              atol=1e-4):
-            raise AssertionError("the advantages of a group should sum to 0: subtract "
-                                 "each group's own mean, not the batch's")
+            "denominator away from 0?"
+        )
+        if not torch.allclose(
+            got.sum(1), torch.zeros(len(r), dtype=torch.float64), atol=1e-4
+        ):
+            raise AssertionError(
+                "the advantages of a group should sum to 0: subtract "
+                "each group's own mean, not the batch's"
+            )
         rd = r.double()
         centred = rd - rd.mean(1, keepdim=True)
         std_b = centred / (rd.std(1, unbiased=False, keepdim=True) + 1e-6)
-        if (torch.allclose(got, std_b, atol=1e-4)
-                and not torch.allclose(got, want, atol=1e-4)):
-            raise AssertionError("close, but the scale is off by sqrt(G/(G-1)): which "
-                                 "std denominator does GRPO's code use?")
+        if torch.allclose(got, std_b, atol=1e-4) and not torch.allclose(
+            got, want, atol=1e-4
+        ):
+            raise AssertionError(
+                "close, but the scale is off by sqrt(G/(G-1)): which "
+                "std denominator does GRPO's code use?"
+            )
         assert torch.allclose(got, want, atol=1e-4), (
             f"for rewards {r.tolist()[:2]}... the advantages' scale is wrong: "
-            "divide by each group's own spread")
+            "divide by each group's own spread"
+        )
     return "your advantages match GRPO's group normalisation on binary and real rewards"

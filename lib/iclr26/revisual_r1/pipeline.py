@@ -1,5 +1,6 @@
 """The analogue's task (visual arithmetic on sklearn digits), the tiny two-modality
 policy, its training stages and the chapter's pipeline of arms."""
+
 from __future__ import annotations
 
 import copy
@@ -8,8 +9,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .grpo import (TauSchedule, grpo_advantages, grpo_loss, pad_select,
-                   zero_advantage_fraction, zero_advantage_theory)
+from .grpo import (
+    TauSchedule,
+    grpo_advantages,
+    grpo_loss,
+    pad_select,
+    zero_advantage_fraction,
+    zero_advantage_theory,
+)
 
 
 # ---------------------------------------------------------------------- task, policy
@@ -28,8 +35,11 @@ class VisualArithmetic:
     def __init__(self, n_digits: int = 10, noise: float = 0.0, seed: int = 0):
         from sklearn.datasets import load_digits
 
-        if (isinstance(n_digits, bool) or not isinstance(n_digits, int)
-                or not 2 <= n_digits <= 10):
+        if (
+            isinstance(n_digits, bool)
+            or not isinstance(n_digits, int)
+            or not 2 <= n_digits <= 10
+        ):
             raise ValueError(f"n_digits must be an int in 2..10, got {n_digits!r}")
         if not (isinstance(noise, (int, float)) and noise >= 0):
             raise ValueError(f"noise must be a float >= 0, got {noise!r}")
@@ -41,8 +51,9 @@ class VisualArithmetic:
         y = torch.tensor(y[keep], dtype=torch.long)
         order = torch.randperm(len(y), generator=torch.Generator().manual_seed(seed))
         cut = [int(0.6 * len(y)), int(0.8 * len(y))]
-        parts = dict(train=order[:cut[0]], val=order[cut[0]:cut[1]],
-                     test=order[cut[1]:])
+        parts = dict(
+            train=order[: cut[0]], val=order[cut[0] : cut[1]], test=order[cut[1] :]
+        )
         # per split, a (K, max count) table of image indices per digit, and the counts,
         # so drawing images for a batch is one vectorised gather
         self.pools, self.counts = {}, {}
@@ -50,13 +61,14 @@ class VisualArithmetic:
             per = [idx[y[idx] == d] for d in range(n_digits)]
             table = torch.zeros(n_digits, max(len(p) for p in per), dtype=torch.long)
             for d, p in enumerate(per):
-                table[d, :len(p)] = p
+                table[d, : len(p)] = p
             self.pools[s] = table
             self.counts[s] = torch.tensor([len(p) for p in per])
         self.images, self.labels = x, y
 
-    def digit_images(self, digits: torch.Tensor, split: str,
-                     generator: torch.Generator) -> torch.Tensor:
+    def digit_images(
+        self, digits: torch.Tensor, split: str, generator: torch.Generator
+    ) -> torch.Tensor:
         """(n, 64) images of the given digits from ``split``'s pool, noise added."""
         if split not in self.pools:
             raise ValueError(f"split must be one of {list(self.pools)}, got {split!r}")
@@ -73,8 +85,13 @@ class VisualArithmetic:
             raise ValueError(f"n must be a positive int, got {n!r}")
         a = torch.randint(self.n_digits, (n,), generator=generator)
         b = torch.randint(self.n_digits, (n,), generator=generator)
-        return dict(a=a, b=b, y=a + b, img_a=self.digit_images(a, split, generator),
-                    img_b=self.digit_images(b, split, generator))
+        return dict(
+            a=a,
+            b=b,
+            y=a + b,
+            img_a=self.digit_images(a, split, generator),
+            img_b=self.digit_images(b, split, generator),
+        )
 
 
 class TinyMLLMPolicy(nn.Module):
@@ -88,11 +105,16 @@ class TinyMLLMPolicy(nn.Module):
         super().__init__()
         self.n_digits = n_digits
         self.embed = nn.Embedding(n_digits, d)
-        self.vision = nn.Sequential(nn.Linear(64, hidden), nn.ReLU(),
-                                    nn.Linear(hidden, d))
-        self.trunk = nn.Sequential(nn.Linear(2 * d, hidden), nn.ReLU(),
-                                   nn.Linear(hidden, hidden), nn.ReLU(),
-                                   nn.Linear(hidden, 2 * n_digits - 1))
+        self.vision = nn.Sequential(
+            nn.Linear(64, hidden), nn.ReLU(), nn.Linear(hidden, d)
+        )
+        self.trunk = nn.Sequential(
+            nn.Linear(2 * d, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, 2 * n_digits - 1),
+        )
 
     def forward(self, batch: dict, mode: str) -> torch.Tensor:
         """Logits (n, 2K-1) for a batch from :meth:`VisualArithmetic.sample`."""
@@ -115,9 +137,11 @@ def _check_pair(policy, task) -> None:
     if not isinstance(task, VisualArithmetic):
         raise TypeError(f"task must be a VisualArithmetic, got {type(task).__name__}")
     if policy.n_digits != task.n_digits:
-        raise ValueError(f"the policy answers sums of {policy.n_digits} digits but the "
-                         f"task has n_digits={task.n_digits}: build "
-                         f"TinyMLLMPolicy({task.n_digits}, ...)")
+        raise ValueError(
+            f"the policy answers sums of {policy.n_digits} digits but the "
+            f"task has n_digits={task.n_digits}: build "
+            f"TinyMLLMPolicy({task.n_digits}, ...)"
+        )
 
 
 def _check_steps(steps, name="steps") -> None:
@@ -125,10 +149,16 @@ def _check_steps(steps, name="steps") -> None:
         raise ValueError(f"{name} must be an int >= 0, got {steps!r}")
 
 
-def align_vision(policy: TinyMLLMPolicy, task: VisualArithmetic, steps: int,
-                 lr: float = 3e-3, batch: int = 128,
-                 generator: torch.Generator | None = None) -> list[float]:
-    """"Pre-training": fit the vision tower to the (frozen) text embedding of each digit
+def align_vision(
+    policy: TinyMLLMPolicy,
+    task: VisualArithmetic,
+    steps: int,
+    lr: float = 3e-3,
+    batch: int = 128,
+    generator: torch.Generator | None = None,
+) -> list[float]:
+    """ "Pre-training": fit the vision tower to the (frozen) text embedding
+     of each digit
     (an MSE caption loss on train images). Returns the loss per step."""
     _check_pair(policy, task)
     _check_steps(steps)
@@ -146,9 +176,14 @@ def align_vision(policy: TinyMLLMPolicy, task: VisualArithmetic, steps: int,
     return losses
 
 
-def cold_start_sft(policy: TinyMLLMPolicy, task: VisualArithmetic, steps: int,
-                   lr: float = 3e-3, batch: int = 128,
-                   generator: torch.Generator | None = None) -> list[float]:
+def cold_start_sft(
+    policy: TinyMLLMPolicy,
+    task: VisualArithmetic,
+    steps: int,
+    lr: float = 3e-3,
+    batch: int = 128,
+    generator: torch.Generator | None = None,
+) -> list[float]:
     """Text-only cold start: cross-entropy on text questions, training the trunk only
     (the token embedding and the vision tower stay as pre-trained). Returns the loss per
     step."""
@@ -168,8 +203,14 @@ def cold_start_sft(policy: TinyMLLMPolicy, task: VisualArithmetic, steps: int,
 
 
 @torch.no_grad()
-def accuracy(policy: TinyMLLMPolicy, task: VisualArithmetic, mode: str, split: str,
-             n: int, generator: torch.Generator) -> float:
+def accuracy(
+    policy: TinyMLLMPolicy,
+    task: VisualArithmetic,
+    mode: str,
+    split: str,
+    n: int,
+    generator: torch.Generator,
+) -> float:
     """Greedy (argmax) accuracy on n fresh questions from ``split``."""
     _check_pair(policy, task)
     q = _to(task.sample(n, split, generator), next(policy.parameters()).device)
@@ -177,8 +218,14 @@ def accuracy(policy: TinyMLLMPolicy, task: VisualArithmetic, mode: str, split: s
 
 
 @torch.no_grad()
-def answer_spread(policy: TinyMLLMPolicy, task: VisualArithmetic, mode: str,
-                  split: str, n: int, generator: torch.Generator) -> tuple[int, float]:
+def answer_spread(
+    policy: TinyMLLMPolicy,
+    task: VisualArithmetic,
+    mode: str,
+    split: str,
+    n: int,
+    generator: torch.Generator,
+) -> tuple[int, float]:
     """(number of distinct greedy answers, mean entropy in nats) on n fresh questions:
     a collapsed policy gives one answer to every question, with entropy near 0."""
     _check_pair(policy, task)
@@ -191,6 +238,7 @@ def answer_spread(policy: TinyMLLMPolicy, task: VisualArithmetic, mode: str,
 @dataclass
 class RLHistory:
     """Per-step records of :func:`rl_stage` (lists of floats, one entry per step)."""
+
     reward: list = field(default_factory=list)
     zero_frac: list = field(default_factory=list)
     zero_theory: list = field(default_factory=list)
@@ -198,11 +246,20 @@ class RLHistory:
     informative_frac: list = field(default_factory=list)
 
 
-def rl_stage(policy: TinyMLLMPolicy, task: VisualArithmetic, mode: str, steps: int,
-             lr: float = 3e-3, prompts: int = 32, group: int = 8, variant: str = "grpo",
-             pad: dict | None = None, tau: TauSchedule | None = None,
-             kl_coef: float = 0.0,
-             generator: torch.Generator | None = None) -> RLHistory:
+def rl_stage(
+    policy: TinyMLLMPolicy,
+    task: VisualArithmetic,
+    mode: str,
+    steps: int,
+    lr: float = 3e-3,
+    prompts: int = 32,
+    group: int = 8,
+    variant: str = "grpo",
+    pad: dict | None = None,
+    tau: TauSchedule | None = None,
+    kl_coef: float = 0.0,
+    generator: torch.Generator | None = None,
+) -> RLHistory:
     """One RL stage on ``mode`` ("image": multimodal RL, "text": text RL) questions.
 
     Each step draws ``prompts`` train questions, samples ``group`` answers each from the
@@ -228,8 +285,9 @@ def rl_stage(policy: TinyMLLMPolicy, task: VisualArithmetic, mode: str, steps: i
         q = _to(task.sample(prompts, "train", generator), dev)
         logits = policy(q, mode)
         probs = torch.softmax(logits.detach(), 1)
-        ans = torch.multinomial(probs.cpu(), group, replacement=True,
-                                generator=generator).to(dev)  # (P, G)
+        ans = torch.multinomial(
+            probs.cpu(), group, replacement=True, generator=generator
+        ).to(dev)  # (P, G)
         reward = (ans == q["y"][:, None]).float()
         adv = grpo_advantages(reward)
         p_ok = probs.gather(1, q["y"][:, None]).squeeze(1)
@@ -248,8 +306,11 @@ def rl_stage(policy: TinyMLLMPolicy, task: VisualArithmetic, mode: str, steps: i
             idx = torch.arange(a.numel(), device=dev)
         h.n_update.append(int(idx.numel()))
         lo = pad.get("t_low", 0.0) if variant == "pad" else 0.0
-        h.informative_frac.append(float((a[idx].abs() >= max(lo, 1e-12)).float().mean())
-                                  if idx.numel() else float("nan"))
+        h.informative_frac.append(
+            float((a[idx].abs() >= max(lo, 1e-12)).float().mean())
+            if idx.numel()
+            else float("nan")
+        )
         if idx.numel() == 0:
             continue  # nothing informative: no step (GRPO's stagnation made explicit)
         ref_logp = None
@@ -271,12 +332,26 @@ PAD_PAPER = dict(mode="paper", t_low=0.05, t_high=float("inf"), rho=0.5)
 PAD_CODE = dict(mode="code", t_low=0.03, t_high=0.97, rho=1.5, alpha=1.5)
 
 
-def run_pipeline(task: VisualArithmetic, seed: int, lr: dict, *, d: int = 16,
-                 hidden: int = 128, align_steps: int = 40, cs_steps: int = 300,
-                 mrl_steps: int = 150, trl_steps: int = 50, prompts: int = 32,
-                 group: int = 8, n_eval: int = 2000, split: str = "test",
-                 arms=ARMS, kl_coef: float = KL_COEF, no_align: bool = False,
-                 device=None) -> dict:
+def run_pipeline(
+    task: VisualArithmetic,
+    seed: int,
+    lr: dict,
+    *,
+    d: int = 16,
+    hidden: int = 128,
+    align_steps: int = 40,
+    cs_steps: int = 300,
+    mrl_steps: int = 150,
+    trl_steps: int = 50,
+    prompts: int = 32,
+    group: int = 8,
+    n_eval: int = 2000,
+    split: str = "test",
+    arms=ARMS,
+    kl_coef: float = KL_COEF,
+    no_align: bool = False,
+    device=None,
+) -> dict:
     """Every arm of the chapter from one aligned "pre-trained" policy (seed ``seed``).
 
     staged   : cold start -> MRL (GRPO, mrl_steps) -> TRL (GRPO on text, trl_steps)
@@ -302,21 +377,28 @@ def run_pipeline(task: VisualArithmetic, seed: int, lr: dict, *, d: int = 16,
     missing = [a for a in arms if a not in lr]
     if missing:
         raise ValueError(f"lr needs a learning rate for arms {missing}")
-    for name, v in (("cs_steps", cs_steps), ("mrl_steps", mrl_steps),
-                    ("trl_steps", trl_steps), ("align_steps", align_steps)):
+    for name, v in (
+        ("cs_steps", cs_steps),
+        ("mrl_steps", mrl_steps),
+        ("trl_steps", trl_steps),
+        ("align_steps", align_steps),
+    ):
         _check_steps(v, name)
     ev_seed = 10_000 + seed
 
     def ev(p, mode):
-        return accuracy(p, task, mode, split, n_eval,
-                        torch.Generator().manual_seed(ev_seed))
+        return accuracy(
+            p, task, mode, split, n_eval, torch.Generator().manual_seed(ev_seed)
+        )
 
     out, hist = {}, {}
     if no_align:
         torch.manual_seed(seed)
         p0 = TinyMLLMPolicy(task.n_digits, d, hidden).to(device or "cpu")
         out["noalign_base_img"] = ev(p0, "image")
-        cold_start_sft(p0, task, cs_steps, generator=torch.Generator().manual_seed(seed))
+        cold_start_sft(
+            p0, task, cs_steps, generator=torch.Generator().manual_seed(seed)
+        )
         out["noalign_cs_img"] = ev(p0, "image")
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
@@ -325,54 +407,75 @@ def run_pipeline(task: VisualArithmetic, seed: int, lr: dict, *, d: int = 16,
     out.update(base_img=ev(pol, "image"), base_txt=ev(pol, "text"))
     base = copy.deepcopy(pol)
     cs_steps_log = cold_start_sft(pol, task, cs_steps, generator=g)
-    out.update(cs_img=ev(pol, "image"), cs_txt=ev(pol, "text"),
-               cs_loss=cs_steps_log[-1])
+    out.update(
+        cs_img=ev(pol, "image"), cs_txt=ev(pol, "text"), cs_loss=cs_steps_log[-1]
+    )
     cs = copy.deepcopy(pol)
     total = mrl_steps + trl_steps
     tau = TauSchedule(1.0, 0.3, mrl_steps)
     for arm in arms:
         gen = torch.Generator().manual_seed(seed * 7 + ARMS.index(arm) + 1)
         p = copy.deepcopy(base if arm in ("mrl_only", "mrl_long") else cs)
-        kw = dict(lr=lr[arm], prompts=prompts, group=group, kl_coef=kl_coef,
-                  generator=gen)
+        kw = dict(
+            lr=lr[arm], prompts=prompts, group=group, kl_coef=kl_coef, generator=gen
+        )
         if arm in ("mrl_only", "cs_mrl", "mrl_long"):
             n = total + cs_steps if arm == "mrl_long" else total
             hist[arm] = rl_stage(p, task, "image", n, **kw)
         else:
-            variant = dict(staged=("grpo", None), pad=("pad", PAD_PAPER),
-                           pad_code=("pad", PAD_CODE))[arm]
-            hist[arm] = rl_stage(p, task, "image", mrl_steps, variant=variant[0],
-                                 pad=variant[1], tau=tau if arm == "pad" else None,
-                                 **kw)
+            variant = dict(
+                staged=("grpo", None),
+                pad=("pad", PAD_PAPER),
+                pad_code=("pad", PAD_CODE),
+            )[arm]
+            hist[arm] = rl_stage(
+                p,
+                task,
+                "image",
+                mrl_steps,
+                variant=variant[0],
+                pad=variant[1],
+                tau=tau if arm == "pad" else None,
+                **kw,
+            )
             out[f"{arm}_mrl_img"], out[f"{arm}_mrl_txt"] = ev(p, "image"), ev(p, "text")
             hist[arm + "_trl"] = rl_stage(p, task, "text", trl_steps, **kw)
         out[f"{arm}_img"], out[f"{arm}_txt"] = ev(p, "image"), ev(p, "text")
         out[f"{arm}_distinct"], out[f"{arm}_entropy"] = answer_spread(
-            p, task, "image", split, n_eval, torch.Generator().manual_seed(ev_seed))
+            p, task, "image", split, n_eval, torch.Generator().manual_seed(ev_seed)
+        )
         if arm == "staged":
             out["final_policy"] = p
     out["base_policy"], out["hist"] = base, hist
     return out
 
 
-def tune_lr(task: VisualArithmetic, seed: int, grid, arms=ARMS,
-            **kwargs) -> tuple[dict, dict]:
+def tune_lr(
+    task: VisualArithmetic, seed: int, grid, arms=ARMS, **kwargs
+) -> tuple[dict, dict]:
     """Pick each arm's RL learning rate from ``grid`` by its final image accuracy on the
     *validation* split (never the test split). Returns (best lr per arm,
     {lr: validation scores})."""
     scores = {}
     for lr in grid:
-        res = run_pipeline(task, seed, {a: lr for a in arms}, split="val", arms=arms,
-                           **kwargs)
+        res = run_pipeline(
+            task, seed, {a: lr for a in arms}, split="val", arms=arms, **kwargs
+        )
         scores[lr] = {a: res[f"{a}_img"] for a in arms}
     best = {a: max(grid, key=lambda lr: scores[lr][a]) for a in arms}
     return best, scores
 
 
 @torch.no_grad()
-def zero_advantage_probe(policy: TinyMLLMPolicy, task: VisualArithmetic, mode: str,
-                         n: int, group: int, generator: torch.Generator,
-                         split: str = "train") -> tuple[float, float]:
+def zero_advantage_probe(
+    policy: TinyMLLMPolicy,
+    task: VisualArithmetic,
+    mode: str,
+    n: int,
+    group: int,
+    generator: torch.Generator,
+    split: str = "train",
+) -> tuple[float, float]:
     """(measured, predicted) share of zero-advantage groups for ``policy`` on n
     questions: measured by sampling ``group`` answers per question, predicted as the
     mean over the questions of p^G + (1-p)^G, p the policy's exact probability of the

@@ -1,6 +1,6 @@
-"""SIREN's model side: prompts as token ids, a tiny decoder-only transformer standing in for
-the LLM, answer-only training, explicit reasoning trained by GRPO with rule-based rewards,
-and hidden alignment that internalises the reasoning.
+"""SIREN's model side: prompts as token ids, a tiny decoder-only transformer standing in
+for the LLM, answer-only training, explicit reasoning trained by GRPO with rule-based
+rewards, and hidden alignment that internalises the reasoning.
 
 Token layout of a sketch prompt (fixed length 2L + 6, the sketch padded to its bound):
     <bos> <like> t t t <dislike> t t t <sep> <ans> c          (answer-only)
@@ -10,6 +10,7 @@ T a topic token, S a stance (like / dislike / neutral) and R the rating; the mod
 R (answer-only) or T S R (reasoning) after c. A truncated-history prompt replaces the
 sketch by the last K items, each as its topic token and its rating token.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,23 @@ import torch.nn.functional as F
 from ..revisual_r1.grpo import grpo_advantages
 from .data import Sketch, _int
 
-SPECIALS = ("<pad>", "<bos>", "<sep>", "<like>", "<dislike>", "<ans>", "<cot>",
-            "<s:like>", "<s:dislike>", "<s:neutral>", "<r1>", "<r2>", "<r3>", "<r4>", "<r5>")
+SPECIALS = (
+    "<pad>",
+    "<bos>",
+    "<sep>",
+    "<like>",
+    "<dislike>",
+    "<ans>",
+    "<cot>",
+    "<s:like>",
+    "<s:dislike>",
+    "<s:neutral>",
+    "<r1>",
+    "<r2>",
+    "<r3>",
+    "<r4>",
+    "<r5>",
+)
 PAD, BOS, SEP, LIKE, DISLIKE, ANS, COT = range(7)
 STANCE0, RATING0, TOPIC0 = 7, 10, len(SPECIALS)
 S_LIKE, S_DISLIKE, S_NEUTRAL = 0, 1, 2
@@ -33,7 +49,8 @@ S_LIKE, S_DISLIKE, S_NEUTRAL = 0, 1, 2
 
 @dataclass(frozen=True)
 class Vocab:
-    """Token ids: the specials, then ``n_topic_slots`` topic tokens, then ``n_words`` words."""
+    """Token ids: the specials, then ``n_topic_slots`` topic tokens, then
+    ``n_words`` words."""
 
     n_topic_slots: int
     n_words: int
@@ -49,7 +66,9 @@ class Vocab:
 
 def _long(x, name: str) -> torch.Tensor:
     if not isinstance(x, (np.ndarray, torch.Tensor)):
-        raise TypeError(f"{name} must be an integer array or tensor, got {type(x).__name__}")
+        raise TypeError(
+            f"{name} must be an integer array or tensor, got {type(x).__name__}"
+        )
     t = torch.as_tensor(x)
     if t.is_floating_point() or t.dtype == torch.bool:
         raise TypeError(f"{name} must hold integers, got dtype {t.dtype}")
@@ -57,15 +76,18 @@ def _long(x, name: str) -> torch.Tensor:
 
 
 # ------------------------------------------------------------------------ prompts
-def sketch_prompts(sketches: list[Sketch], cand_topic, vocab: Vocab, L: int,
-                   end: int = ANS) -> torch.Tensor:
-    """(N, 2L + 6) prompts: the sketch (padded to its bound of 2L + 2 tokens), <sep>, the
-    candidate's topic token (its cluster under the item encoder), then ``end``: ``ANS``
-    (answer-only) or ``COT`` (reason first)."""
+def sketch_prompts(
+    sketches: list[Sketch], cand_topic, vocab: Vocab, L: int, end: int = ANS
+) -> torch.Tensor:
+    """(N, 2L + 6) prompts: the sketch (padded to its bound of 2L + 2 tokens), <sep>,
+    the candidate's topic token (its cluster under the item encoder), then ``end``:
+    ``ANS`` (answer-only) or ``COT`` (reason first)."""
     cand = _long(cand_topic, "cand_topic")
     if cand.ndim != 1 or len(sketches) != len(cand):
-        raise ValueError(f"need one sketch per candidate, got {len(sketches)} sketches "
-                         f"and cand_topic of shape {tuple(cand.shape)}")
+        raise ValueError(
+            f"need one sketch per candidate, got {len(sketches)} sketches "
+            f"and cand_topic of shape {tuple(cand.shape)}"
+        )
     if end not in (ANS, COT):
         raise ValueError("end must be ANS or COT")
     L = _int(L, "L", 0)
@@ -77,9 +99,10 @@ def sketch_prompts(sketches: list[Sketch], cand_topic, vocab: Vocab, L: int,
             raise ValueError(f"sketch {i} has more than L={L} topics on one side")
         if any(t >= vocab.n_topic_slots for t in s.liked + s.disliked):
             raise ValueError(f"sketch {i} names a topic >= n_topic_slots")
-        head[i, 2:2 + len(s.liked)] = TOPIC0 + torch.tensor(s.liked, dtype=torch.long)
-        head[i, L + 3:L + 3 + len(s.disliked)] = TOPIC0 + torch.tensor(s.disliked,
-                                                                        dtype=torch.long)
+        head[i, 2 : 2 + len(s.liked)] = TOPIC0 + torch.tensor(s.liked, dtype=torch.long)
+        head[i, L + 3 : L + 3 + len(s.disliked)] = TOPIC0 + torch.tensor(
+            s.disliked, dtype=torch.long
+        )
     col = lambda tok: torch.full((len(cand), 1), tok, dtype=torch.long)  # noqa: E731
     return torch.cat([head, col(SEP), col(end), TOPIC0 + cand[:, None]], dim=1)
 
@@ -89,15 +112,22 @@ def _check_topics(t: torch.Tensor, vocab: Vocab) -> None:
         raise ValueError(f"topic ids must lie in [0, {vocab.n_topic_slots})")
 
 
-def history_prompts(hist_topics, hist_ratings, cand_topic, vocab: Vocab) -> torch.Tensor:
+def history_prompts(
+    hist_topics, hist_ratings, cand_topic, vocab: Vocab
+) -> torch.Tensor:
     """Truncated-history prompts: the last K items, each its topic token then its rating
-    token, then <sep>, the candidate's topic and <ans>. hist_topics, hist_ratings (N, K),
-    cand_topic (N,). Returns (N, 2K + 4)."""
-    ht, hr, cand = (_long(hist_topics, "hist_topics"), _long(hist_ratings, "hist_ratings"),
-                    _long(cand_topic, "cand_topic"))
+    token, then <sep>, the candidate's topic and <ans>. hist_topics, hist_ratings
+    (N, K), cand_topic (N,). Returns (N, 2K + 4)."""
+    ht, hr, cand = (
+        _long(hist_topics, "hist_topics"),
+        _long(hist_ratings, "hist_ratings"),
+        _long(cand_topic, "cand_topic"),
+    )
     if ht.ndim != 2 or hr.shape != ht.shape or cand.shape != ht.shape[:1]:
-        raise ValueError(f"shapes must be (N, K), (N, K), (N,); got {tuple(ht.shape)}, "
-                         f"{tuple(hr.shape)}, {tuple(cand.shape)}")
+        raise ValueError(
+            f"shapes must be (N, K), (N, K), (N,); got {tuple(ht.shape)}, "
+            f"{tuple(hr.shape)}, {tuple(cand.shape)}"
+        )
     if hr.numel() and (hr.min() < 1 or hr.max() > 5):
         raise ValueError("hist_ratings must lie in 1..5")
     _check_topics(ht, vocab)
@@ -105,11 +135,14 @@ def history_prompts(hist_topics, hist_ratings, cand_topic, vocab: Vocab) -> torc
     n = len(ht)
     items = torch.stack([TOPIC0 + ht, RATING0 - 1 + hr], dim=2).reshape(n, -1)
     col = lambda tok: torch.full((n, 1), tok, dtype=torch.long)  # noqa: E731
-    return torch.cat([col(BOS), items, col(SEP), col(ANS), TOPIC0 + cand[:, None]], dim=1)
+    return torch.cat(
+        [col(BOS), items, col(SEP), col(ANS), TOPIC0 + cand[:, None]], dim=1
+    )
 
 
 def count_tokens(prompts: torch.Tensor) -> torch.Tensor:
-    """Input tokens each prompt really spends: its non-padding tokens. (N, T) -> (N,)."""
+    """Input tokens each prompt really spends: its non-padding tokens.
+    (N, T) -> (N,)."""
     p = _long(prompts, "prompts")
     if p.ndim != 2:
         raise ValueError(f"prompts must be (N, T), got {tuple(p.shape)}")
@@ -127,23 +160,37 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
-        a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                           v.transpose(1, 2), is_causal=True)
+        q, k, v = (
+            self.qkv(self.ln1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
+        )
+        a = F.scaled_dot_product_attention(
+            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+        )
         x = x + self.out(a.transpose(1, 2).reshape(b, t, d))
         return x + self.mlp(self.ln2(x))
 
 
 class TinyRecTransformer(nn.Module):
-    """A small decoder-only (causal, pre-LN) transformer, trained from scratch: the chapter's
-    analogue of the paper's LLM. forward(x (B, T) long) -> (logits (B, T, V), hidden (B, T, d))
-    where hidden is the final layer's normalised state that the output head reads."""
+    """A small decoder-only (causal, pre-LN) transformer, trained from scratch: the
+    chapter's analogue of the paper's LLM. forward(x (B, T) long) -> (logits (B, T, V),
+    hidden (B, T, d)) where hidden is the final layer's normalised state that the output
+    head reads."""
 
-    def __init__(self, vocab_size: int, d: int = 64, layers: int = 2, heads: int = 4,
-                 max_len: int = 512):
+    def __init__(
+        self,
+        vocab_size: int,
+        d: int = 64,
+        layers: int = 2,
+        heads: int = 4,
+        max_len: int = 512,
+    ):
         super().__init__()
-        vocab_size, d, layers, heads = (_int(vocab_size, "vocab_size", 2), _int(d, "d"),
-                                        _int(layers, "layers"), _int(heads, "heads"))
+        vocab_size, d, layers, heads = (
+            _int(vocab_size, "vocab_size", 2),
+            _int(d, "d"),
+            _int(layers, "layers"),
+            _int(heads, "heads"),
+        )
         if d % heads:
             raise ValueError(f"d ({d}) must be divisible by heads ({heads})")
         self.tok, self.pos = nn.Embedding(vocab_size, d), nn.Embedding(max_len, d)
@@ -154,7 +201,9 @@ class TinyRecTransformer(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         x = _long(x, "x").to(self.tok.weight.device)
         if x.ndim != 2 or x.shape[1] > self.max_len:
-            raise ValueError(f"x must be (B, T) with T <= {self.max_len}, got {tuple(x.shape)}")
+            raise ValueError(
+                f"x must be (B, T) with T <= {self.max_len}, got {tuple(x.shape)}"
+            )
         if x.numel() and (x.min() < 0 or x.max() >= self.tok.num_embeddings):
             raise ValueError(f"token ids must lie in [0, {self.tok.num_embeddings})")
         h = self.tok(x) + self.pos(torch.arange(x.shape[1], device=x.device))
@@ -166,21 +215,33 @@ class TinyRecTransformer(nn.Module):
 
 def rating_logits(logits: torch.Tensor) -> torch.Tensor:
     """The five rating tokens' logits at the last position: (B, T, V) -> (B, 5)."""
-    return logits[:, -1, RATING0:RATING0 + 5]
+    return logits[:, -1, RATING0 : RATING0 + 5]
 
 
 # ------------------------------------------------------------------------ answer-only
-def alignment_loss(r_logits: torch.Tensor, target: torch.Tensor, h_student: torch.Tensor,
-                   h_teacher: torch.Tensor | None, lam: float) -> torch.Tensor:
+def alignment_loss(
+    r_logits: torch.Tensor,
+    target: torch.Tensor,
+    h_student: torch.Tensor,
+    h_teacher: torch.Tensor | None,
+    lam: float,
+) -> torch.Tensor:
     """Hidden alignment: CE(rating) + lam * mean_j (h_s - sg(h_t))_j^2.
 
-    r_logits (B, 5); target (B,) ratings 1..5; h_student, h_teacher (B, d): the answer-only
-    pass's final hidden state at its answer position and the (frozen) reasoning pass's at
-    the position where it emits the rating. lam = 0 is plain cross-entropy.
+    r_logits (B, 5); target (B,) ratings 1..5; h_student, h_teacher (B, d): the
+    answer-only pass's final hidden state at its answer position and the (frozen)
+    reasoning pass's at the position where it emits the rating.
+    lam = 0 is plain cross-entropy.
     """
-    if r_logits.ndim != 2 or r_logits.shape[1] != 5 or target.shape != r_logits.shape[:1]:
-        raise ValueError(f"r_logits must be (B, 5) and target (B,), got "
-                         f"{tuple(r_logits.shape)}, {tuple(target.shape)}")
+    if (
+        r_logits.ndim != 2
+        or r_logits.shape[1] != 5
+        or target.shape != r_logits.shape[:1]
+    ):
+        raise ValueError(
+            f"r_logits must be (B, 5) and target (B,), got "
+            f"{tuple(r_logits.shape)}, {tuple(target.shape)}"
+        )
     if isinstance(lam, bool) or not isinstance(lam, (int, float)):
         raise TypeError(f"lam must be a float, got {type(lam).__name__}")
     if not math.isfinite(lam) or lam < 0:
@@ -196,8 +257,10 @@ def alignment_loss(r_logits: torch.Tensor, target: torch.Tensor, h_student: torc
 
 def _check_ratings(y: torch.Tensor, name: str) -> None:
     if y.numel() and (y.min() < 1 or y.max() > 5):
-        raise ValueError(f"{name} must be ratings in 1..5, got range "
-                         f"[{y.min().item()}, {y.max().item()}]")
+        raise ValueError(
+            f"{name} must be ratings in 1..5, got range "
+            f"[{y.min().item()}, {y.max().item()}]"
+        )
 
 
 def _steps_lr(steps, lr, batch):
@@ -207,14 +270,26 @@ def _steps_lr(steps, lr, batch):
     return steps, float(lr), batch
 
 
-def train_answer(model: TinyRecTransformer, prompts: torch.Tensor, ratings: torch.Tensor,
-                 steps: int, lr: float, batch: int = 128, seed: int = 0,
-                 h_teacher: torch.Tensor | None = None, lam: float = 0.0) -> list[float]:
+def train_answer(
+    model: TinyRecTransformer,
+    prompts: torch.Tensor,
+    ratings: torch.Tensor,
+    steps: int,
+    lr: float,
+    batch: int = 128,
+    seed: int = 0,
+    h_teacher: torch.Tensor | None = None,
+    lam: float = 0.0,
+) -> list[float]:
     """Train the answer-only form: prompts (N, T) ending in <ans>, ratings (N,) in 1..5.
-    With ``h_teacher`` (N, d) and lam > 0, add hidden alignment. Returns the loss curve."""
+    With ``h_teacher`` (N, d) and lam > 0, add hidden alignment.
+    Returns the loss curve."""
     steps, lr, batch = _steps_lr(steps, lr, batch)
     dev = model.tok.weight.device
-    prompts, ratings = _long(prompts, "prompts").to(dev), _long(ratings, "ratings").to(dev)
+    prompts, ratings = (
+        _long(prompts, "prompts").to(dev),
+        _long(ratings, "ratings").to(dev),
+    )
     if prompts.ndim != 2 or ratings.shape != prompts.shape[:1] or not len(prompts):
         raise ValueError("prompts must be (N, T) and ratings (N,), N >= 1")
     _check_ratings(ratings, "ratings")
@@ -237,42 +312,58 @@ def train_answer(model: TinyRecTransformer, prompts: torch.Tensor, ratings: torc
 
 
 @torch.no_grad()
-def predict_answer(model: TinyRecTransformer, prompts: torch.Tensor,
-                   batch: int = 1024) -> torch.Tensor:
-    """Greedy answer-only decoding: ONE generated token per prompt. (N, T) -> (N,) 1..5."""
+def predict_answer(
+    model: TinyRecTransformer, prompts: torch.Tensor, batch: int = 1024
+) -> torch.Tensor:
+    """Greedy answer-only decoding: ONE generated token per prompt.
+    (N, T) -> (N,) 1..5."""
     if _long(prompts, "prompts").ndim != 2 or not len(prompts):
-        raise ValueError(f"prompts must be a non-empty (N, T) tensor, got shape "
-                         f"{tuple(prompts.shape)}")
+        raise ValueError(
+            f"prompts must be a non-empty (N, T) tensor, got shape "
+            f"{tuple(prompts.shape)}"
+        )
     model.eval()
-    out = [rating_logits(model(prompts[i:i + batch])[0]).argmax(1) + 1
-           for i in range(0, len(prompts), batch)]
+    out = [
+        rating_logits(model(prompts[i : i + batch])[0]).argmax(1) + 1
+        for i in range(0, len(prompts), batch)
+    ]
     return torch.cat(out).cpu()
 
 
-# ------------------------------------------------------------------------ explicit reasoning
+# ------------------------------------------------------------------- explicit reasoning
 def _step_mask(logits: torch.Tensor, step: int, k: int) -> torch.Tensor:
-    """Constrained decoding: step 0 may only emit one of the k topic tokens, step 1 a stance,
-    step 2 a rating (the format is enforced, its content is learnt)."""
-    lo, hi = [(TOPIC0, TOPIC0 + k), (STANCE0, STANCE0 + 3), (RATING0, RATING0 + 5)][step]
+    """Constrained decoding: step 0 may only emit one of the k topic tokens, step 1 a
+    stance, step 2 a rating (the format is enforced, its content is learnt)."""
+    lo, hi = [(TOPIC0, TOPIC0 + k), (STANCE0, STANCE0 + 3), (RATING0, RATING0 + 5)][
+        step
+    ]
     masked = torch.full_like(logits, float("-inf"))
     masked[..., lo:hi] = logits[..., lo:hi]
     return masked
 
 
-def generate_cot(model: TinyRecTransformer, prompts: torch.Tensor, k: int,
-                 greedy: bool = True, generator: torch.Generator | None = None
-                 ) -> torch.Tensor:
-    """Decode the three reasoning tokens (topic, stance, rating) after each <cot> prompt:
-    THREE generated tokens and three forward passes per prompt. Returns (N, 3) token ids:
-    the tokens appended to the prompts. k: the number of topics, 1 <= k <= topic slots."""
+def generate_cot(
+    model: TinyRecTransformer,
+    prompts: torch.Tensor,
+    k: int,
+    greedy: bool = True,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Decode the three reasoning tokens (topic, stance, rating) after each <cot>
+    prompt: THREE generated tokens and three forward passes per prompt.
+    Returns (N, 3) token ids: the tokens appended to the prompts.
+    k: the number of topics, 1 <= k <= topic slots."""
     seq = _long(prompts, "prompts").to(model.tok.weight.device)
     k = _int(k, "k")
     if TOPIC0 + k > model.tok.num_embeddings:
-        raise ValueError(f"k={k} topics do not fit the model's vocabulary of "
-                         f"{model.tok.num_embeddings} tokens ({TOPIC0} specials first)")
+        raise ValueError(
+            f"k={k} topics do not fit the model's vocabulary of "
+            f"{model.tok.num_embeddings} tokens ({TOPIC0} specials first)"
+        )
     if seq.ndim != 2 or not len(seq):
-        raise ValueError(f"prompts must be a non-empty (N, T) tensor, got shape "
-                         f"{tuple(seq.shape)}")
+        raise ValueError(
+            f"prompts must be a non-empty (N, T) tensor, got shape {tuple(seq.shape)}"
+        )
     t0 = seq.shape[1]
     with torch.no_grad():
         for step in range(3):
@@ -281,27 +372,31 @@ def generate_cot(model: TinyRecTransformer, prompts: torch.Tensor, k: int,
                 nxt = logits.argmax(-1)
             else:
                 probs = logits.softmax(-1).cpu()
-                nxt = torch.multinomial(probs, 1, generator=generator)[:, 0].to(seq.device)
+                nxt = torch.multinomial(probs, 1, generator=generator)[:, 0].to(
+                    seq.device
+                )
             seq = torch.cat([seq, nxt[:, None]], dim=1)
     return seq[:, t0:]
 
 
-def cot_logprob(model: TinyRecTransformer, prompts: torch.Tensor, cot: torch.Tensor,
-                k: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sum of the constrained log-probabilities of the three reasoning tokens, (N,), and the
-    final hidden state at the position that emits the rating, (N, d)."""
+def cot_logprob(
+    model: TinyRecTransformer, prompts: torch.Tensor, cot: torch.Tensor, k: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sum of the constrained log-probabilities of the three reasoning tokens, (N,), and
+    the final hidden state at the position that emits the rating, (N, d)."""
     seq = torch.cat([prompts, cot], dim=1)
     logits, h = model(seq[:, :-1])
     t0 = prompts.shape[1] - 1
     lp = 0
     for step in range(3):
         logp = _step_mask(logits[:, t0 + step], step, k).log_softmax(-1)
-        lp = lp + logp.gather(1, cot[:, step:step + 1])[:, 0]
+        lp = lp + logp.gather(1, cot[:, step : step + 1])[:, 0]
     return lp, h[:, t0 + 2]
 
 
 def sketch_stance(sketches: list[Sketch], k: int) -> torch.Tensor:
-    """(N, k): the stance each sketch states for each topic (like / dislike / neutral)."""
+    """(N, k): the stance each sketch states for each topic (like / dislike /
+    neutral)."""
     k = _int(k, "k")
     table = torch.full((len(sketches), k), S_NEUTRAL, dtype=torch.long)
     for i, s in enumerate(sketches):
@@ -312,33 +407,52 @@ def sketch_stance(sketches: list[Sketch], k: int) -> torch.Tensor:
     return table
 
 
-def cot_reward(cot: torch.Tensor, y: torch.Tensor, cand_topic: torch.Tensor,
-               stance_table: torch.Tensor, w_rule: float = 0.5) -> torch.Tensor:
+def cot_reward(
+    cot: torch.Tensor,
+    y: torch.Tensor,
+    cand_topic: torch.Tensor,
+    stance_table: torch.Tensor,
+    w_rule: float = 0.5,
+) -> torch.Tensor:
     """The rule-based reward of a reasoning chain, no ground-truth chain needed:
 
-        R = 1 - |y_hat - y| / 4                       (rating accuracy, in [0, 1])
-          + w_rule * [T = topic of the candidate]     (the encoder's cluster of its text)
+        R = 1 - |y_hat - y| / 4                      (rating accuracy, in [0, 1])
+          + w_rule * [T = topic of the candidate]    (the encoder's cluster of its text)
           + w_rule * [S = stance the sketch states for T]
 
-    cot (N, 3) token ids; y (N,) 1..5; cand_topic (N,); stance_table (N, k). Returns (N,).
+    cot (N, 3) token ids; y (N,) 1..5; cand_topic (N,); stance_table (N, k).
+    Returns (N,).
     """
     cot = _long(cot, "cot")
     if cot.ndim != 2 or cot.shape[1] != 3 or y.shape != cot.shape[:1]:
         raise ValueError("cot must be (N, 3) and y (N,)")
-    topic, stance, rating = cot[:, 0] - TOPIC0, cot[:, 1] - STANCE0, cot[:, 2] - RATING0 + 1
-    if ((topic < 0) | (topic >= stance_table.shape[1])).any() or ((stance < 0) | (stance > 2)
-                                                                   ).any():
+    topic, stance, rating = (
+        cot[:, 0] - TOPIC0,
+        cot[:, 1] - STANCE0,
+        cot[:, 2] - RATING0 + 1,
+    )
+    if ((topic < 0) | (topic >= stance_table.shape[1])).any() or (
+        (stance < 0) | (stance > 2)
+    ).any():
         raise ValueError("cot tokens are out of format (topic, stance, rating)")
-    said = stance_table.gather(1, topic.clamp(0, stance_table.shape[1] - 1)[:, None])[:, 0]
-    return (1 - (rating - y).abs().float() / 4 + w_rule * (topic == cand_topic).float()
-            + w_rule * (stance == said).float())
+    said = stance_table.gather(1, topic.clamp(0, stance_table.shape[1] - 1)[:, None])[
+        :, 0
+    ]
+    return (
+        1
+        - (rating - y).abs().float() / 4
+        + w_rule * (topic == cand_topic).float()
+        + w_rule * (stance == said).float()
+    )
 
 
-def rule_chains(cand_topic: torch.Tensor, stance_table: torch.Tensor,
-                y: torch.Tensor) -> torch.Tensor:
-    """The chain the reward's rules spell out: (the candidate's topic, the stance the sketch
-    states for it, the observed rating), as (N, 3) token ids. Used only for the SFT
-    warm-up of stage (i); GRPO then optimises the reward itself."""
+def rule_chains(
+    cand_topic: torch.Tensor, stance_table: torch.Tensor, y: torch.Tensor
+) -> torch.Tensor:
+    """The chain the reward's rules spell out: (the candidate's topic, the stance the
+    sketch states for it, the observed rating), as (N, 3) token ids.
+    Used only for the SFT warm-up of stage (i); GRPO then optimises the
+    reward itself."""
     ct, y = _long(cand_topic, "cand_topic"), _long(y, "y")
     if ct.ndim != 1 or y.shape != ct.shape or stance_table.shape[0] != len(ct):
         raise ValueError("cand_topic and y must be (N,), stance_table (N, k)")
@@ -346,11 +460,18 @@ def rule_chains(cand_topic: torch.Tensor, stance_table: torch.Tensor,
     return torch.stack([TOPIC0 + ct, STANCE0 + said, RATING0 - 1 + y], dim=1)
 
 
-def train_cot_sft(model: TinyRecTransformer, prompts: torch.Tensor, chains: torch.Tensor,
-                  k: int, steps: int, lr: float, batch: int = 64, seed: int = 0
-                  ) -> list[float]:
-    """Warm-up of stage (i): maximise the constrained log-likelihood of ``chains`` (N, 3)
-    after ``prompts`` (N, T) ending in <cot>. Returns the loss curve."""
+def train_cot_sft(
+    model: TinyRecTransformer,
+    prompts: torch.Tensor,
+    chains: torch.Tensor,
+    k: int,
+    steps: int,
+    lr: float,
+    batch: int = 64,
+    seed: int = 0,
+) -> list[float]:
+    """Warm-up of stage (i): maximise the constrained log-likelihood of ``chains``
+    (N, 3) after ``prompts`` (N, T) ending in <cot>. Returns the loss curve."""
     steps, lr, batch = _steps_lr(steps, lr, batch)
     dev = model.tok.weight.device
     prompts, chains = _long(prompts, "prompts").to(dev), _long(chains, "chains").to(dev)
@@ -368,14 +489,24 @@ def train_cot_sft(model: TinyRecTransformer, prompts: torch.Tensor, chains: torc
     return curve
 
 
-def train_cot_grpo(model: TinyRecTransformer, prompts: torch.Tensor, y: torch.Tensor,
-                   cand_topic: torch.Tensor, stance_table: torch.Tensor, k: int,
-                   steps: int, lr: float, batch: int = 32, group: int = 8, seed: int = 0,
-                   w_rule: float = 0.5) -> list[float]:
-    """Stage (i): GRPO on explicit reasoning. For each of ``batch`` prompts draw ``group``
-    chains, reward them by :func:`cot_reward`, and ascend sum_ij A_ij log pi(chain_ij) with
-    A the group-normalised advantage (one on-policy step per batch, so the PPO ratio is 1 and
-    needs no clipping). Returns the mean reward per step."""
+def train_cot_grpo(
+    model: TinyRecTransformer,
+    prompts: torch.Tensor,
+    y: torch.Tensor,
+    cand_topic: torch.Tensor,
+    stance_table: torch.Tensor,
+    k: int,
+    steps: int,
+    lr: float,
+    batch: int = 32,
+    group: int = 8,
+    seed: int = 0,
+    w_rule: float = 0.5,
+) -> list[float]:
+    """Stage (i): GRPO on explicit reasoning. For each of ``batch`` prompts draw
+    ``group`` chains, reward them by :func:`cot_reward`, and ascend sum_ij A_ij log
+    pi(chain_ij) with A the group-normalised advantage (one on-policy step per batch, so
+    the PPO ratio is 1 and needs no clipping). Returns the mean reward per step."""
     steps, lr, batch = _steps_lr(steps, lr, batch)
     group = _int(group, "group", 2)
     dev = model.tok.weight.device
@@ -385,7 +516,11 @@ def train_cot_grpo(model: TinyRecTransformer, prompts: torch.Tensor, y: torch.Te
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     curve = []
     for _ in range(steps):
-        idx = torch.randint(0, len(prompts), (batch,), generator=g).to(dev).repeat_interleave(group)
+        idx = (
+            torch.randint(0, len(prompts), (batch,), generator=g)
+            .to(dev)
+            .repeat_interleave(group)
+        )
         model.eval()
         cot = generate_cot(model, prompts[idx], k, greedy=False, generator=g)
         r = cot_reward(cot, y[idx], cand_topic[idx], stance_table[idx], w_rule)
@@ -401,14 +536,15 @@ def train_cot_grpo(model: TinyRecTransformer, prompts: torch.Tensor, y: torch.Te
 
 
 @torch.no_grad()
-def teacher_states(model: TinyRecTransformer, prompts: torch.Tensor, k: int,
-                   batch: int = 1024) -> tuple[torch.Tensor, torch.Tensor]:
-    """The reasoning model's greedy chains (N, 3) and its final hidden state where it emits
-    the rating (N, d): the alignment targets for stage (ii)."""
+def teacher_states(
+    model: TinyRecTransformer, prompts: torch.Tensor, k: int, batch: int = 1024
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reasoning model's greedy chains (N, 3) and its final hidden state where it
+    emits the rating (N, d): the alignment targets for stage (ii)."""
     model.eval()
     cots, hs = [], []
     for i in range(0, len(prompts), batch):
-        p = prompts[i:i + batch].to(model.tok.weight.device)
+        p = prompts[i : i + batch].to(model.tok.weight.device)
         c = generate_cot(model, p, k)
         hs.append(cot_logprob(model, p, c, k)[1])
         cots.append(c)
@@ -422,17 +558,24 @@ def cot_ratings(cots: torch.Tensor) -> torch.Tensor:
 
 # ------------------------------------------------------------------------ cost
 @torch.no_grad()
-def measure_latency(model: TinyRecTransformer, prompts: torch.Tensor, mode: str, k: int,
-                    repeats: int = 1) -> dict:
+def measure_latency(
+    model: TinyRecTransformer,
+    prompts: torch.Tensor,
+    mode: str,
+    k: int,
+    repeats: int = 1,
+) -> dict:
     """Seconds per prediction at batch 1, and the generated tokens / forward passes each
-    prediction costs, as COUNTED while decoding (tokens returned per prompt; calls of the
-    model's forward, by a hook). mode: "answer" (one rating token) or "cot" (the chain,
-    no KV cache)."""
+    prediction costs, as COUNTED while decoding (tokens returned per prompt; calls of
+    the model's forward, by a hook). mode: "answer" (one rating token) or "cot" (the
+    chain, no KV cache)."""
     if mode not in ("answer", "cot"):
         raise ValueError(f"mode must be 'answer' or 'cot', got {mode!r}")
     if _long(prompts, "prompts").ndim != 2 or not len(prompts):
-        raise ValueError(f"prompts must be a non-empty (N, T) tensor, got shape "
-                         f"{tuple(prompts.shape)}")
+        raise ValueError(
+            f"prompts must be a non-empty (N, T) tensor, got shape "
+            f"{tuple(prompts.shape)}"
+        )
     repeats = _int(repeats, "repeats")
     calls = [0]
     hook = model.register_forward_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
@@ -442,26 +585,37 @@ def measure_latency(model: TinyRecTransformer, prompts: torch.Tensor, mode: str,
         t0 = time.perf_counter()
         for _ in range(repeats):
             for i in range(len(prompts)):
-                p = prompts[i:i + 1]
-                out = predict_answer(model, p) if mode == "answer" else generate_cot(model,
-                                                                                   p, k)
+                p = prompts[i : i + 1]
+                out = (
+                    predict_answer(model, p)
+                    if mode == "answer"
+                    else generate_cot(model, p, k)
+                )
                 tokens += out.numel()  # (1,) rating or (1, n_gen) appended tokens
         dt = time.perf_counter() - t0
     finally:
         hook.remove()
     n = repeats * len(prompts)
-    return {"seconds": dt / n, "generated_tokens": tokens / n, "forward_passes": calls[0] / n}
+    return {
+        "seconds": dt / n,
+        "generated_tokens": tokens / n,
+        "forward_passes": calls[0] / n,
+    }
 
 
 def mae(pred: torch.Tensor, y: torch.Tensor) -> float:
-    """Mean absolute rating error of pred against y: two tensors of one shape (N,), N >= 1,
-    finite (no broadcasting: a (N,) against (N, 1) would silently average N^2 pairs)."""
+    """Mean absolute rating error of pred against y: two tensors of one shape (N,), N >=
+    1, finite (no broadcasting: a (N,) against (N, 1) would silently average
+    N^2 pairs)."""
     if not (isinstance(pred, torch.Tensor) and isinstance(y, torch.Tensor)):
-        raise TypeError(f"pred and y must be tensors, got {type(pred).__name__}, "
-                        f"{type(y).__name__}")
+        raise TypeError(
+            f"pred and y must be tensors, got {type(pred).__name__}, {type(y).__name__}"
+        )
     if pred.shape != y.shape or pred.ndim != 1 or not len(pred):
-        raise ValueError(f"pred and y must be non-empty 1-d tensors of one shape, got "
-                         f"{tuple(pred.shape)} and {tuple(y.shape)}")
+        raise ValueError(
+            f"pred and y must be non-empty 1-d tensors of one shape, got "
+            f"{tuple(pred.shape)} and {tuple(y.shape)}"
+        )
     if not (torch.isfinite(pred.float()).all() and torch.isfinite(y.float()).all()):
         raise ValueError("pred and y must be finite")
     return (pred.float() - y.float()).abs().mean().item()

@@ -1,17 +1,19 @@
 """The chapter's experiments end to end, so that the notebook, the calibration and the
-tests run the same code: build prompts from a catalogue, train each arm with its learning
-rate chosen on the validation users, score it on the test users."""
+tests run the same code: build prompts from a catalogue, train each arm with its
+learning rate chosen on the validation users, score it on the test users."""
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
 from . import model as M
-from .data import RecSys, Sketch, build_sketch, _int
+from .data import RecSys, Sketch, _int, build_sketch
 
 
-def user_examples(data: RecSys, users: np.ndarray) -> tuple[np.ndarray, np.ndarray,
-                                                            torch.Tensor]:
+def user_examples(
+    data: RecSys, users: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, torch.Tensor]:
     """(user, item, rating) of every target pair of ``users``, flattened."""
     users = np.asarray(users)
     if users.ndim != 1 or not len(users):
@@ -21,31 +23,67 @@ def user_examples(data: RecSys, users: np.ndarray) -> tuple[np.ndarray, np.ndarr
     if users.min() < 0 or users.max() >= data.n_users:
         raise ValueError(f"user ids must lie in [0, {data.n_users})")
     uu = np.repeat(users, data.target_items.shape[1])
-    return uu, data.target_items[users].ravel(), torch.as_tensor(
-        data.target_ratings[users].ravel())
+    return (
+        uu,
+        data.target_items[users].ravel(),
+        torch.as_tensor(data.target_ratings[users].ravel()),
+    )
 
 
-def sketches_for(data: RecSys, labels: np.ndarray, k: int, L: int = 3, min_count: int = 3,
-                 delta: float = 0.3) -> list[Sketch]:
+def sketches_for(
+    data: RecSys,
+    labels: np.ndarray,
+    k: int,
+    L: int = 3,
+    min_count: int = 3,
+    delta: float = 0.3,
+) -> list[Sketch]:
     """Every user's sketch under the item topics ``labels`` (n_items,)."""
-    return [build_sketch(labels[data.hist_items[u]], data.hist_ratings[u], k, L, min_count,
-                         delta) for u in range(data.n_users)]
+    return [
+        build_sketch(
+            labels[data.hist_items[u]], data.hist_ratings[u], k, L, min_count, delta
+        )
+        for u in range(data.n_users)
+    ]
 
 
-def recent_sketches(data: RecSys, labels: np.ndarray, k: int, L: int = 3, K: int = 16,
-                    min_count: int = 1, delta: float = 0.3) -> list[Sketch]:
+def recent_sketches(
+    data: RecSys,
+    labels: np.ndarray,
+    k: int,
+    L: int = 3,
+    K: int = 16,
+    min_count: int = 1,
+    delta: float = 0.3,
+) -> list[Sketch]:
     """The sketch-mae control: the same sketch (format, bound 2L + 2, topics) built from
     each user's LAST K history items only, so that the long-term aggregation is removed
-    and nothing else. min_count 1 by default: with 16 items a topic is seen about twice."""
+    and nothing else. min_count 1 by default: with 16 items a topic is seen
+    about twice."""
     K = _int(K, "K")
     if K > min(len(h) for h in data.hist_items):
         raise ValueError(f"K={K} exceeds the shortest history")
-    return [build_sketch(labels[data.hist_items[u][-K:]], data.hist_ratings[u][-K:], k, L,
-                         min_count, delta) for u in range(data.n_users)]
+    return [
+        build_sketch(
+            labels[data.hist_items[u][-K:]],
+            data.hist_ratings[u][-K:],
+            k,
+            L,
+            min_count,
+            delta,
+        )
+        for u in range(data.n_users)
+    ]
 
 
-def truncated_inputs(data: RecSys, labels: np.ndarray, uu: np.ndarray, items: np.ndarray,
-                     K: int, vocab: M.Vocab) -> torch.Tensor:
+def truncated_inputs(
+    data: RecSys,
+    labels: np.ndarray,
+    uu: np.ndarray,
+    items: np.ndarray,
+    K: int,
+    vocab: M.Vocab,
+) -> torch.Tensor:
     """Recent-K truncation: the K most recent history items of each user, as prompts."""
     K = _int(K, "K")
     if K > min(len(h) for h in data.hist_items):
@@ -55,12 +93,24 @@ def truncated_inputs(data: RecSys, labels: np.ndarray, uu: np.ndarray, items: np
     return M.history_prompts(ht, hr, labels[items], vocab)
 
 
-def fit_answer(prompts: dict, y: dict, vocab: M.Vocab, lrs, steps: int, d: int,
-               layers: int, seed: int, batch: int = 64, device=None,
-               init: M.TinyRecTransformer | None = None, h_teacher=None,
-               lam: float = 0.0) -> dict:
-    """Train the answer-only model once per learning rate in ``lrs`` on prompts["train"],
-    keep the one with the lowest validation MAE, and score it on the test users.
+def fit_answer(
+    prompts: dict,
+    y: dict,
+    vocab: M.Vocab,
+    lrs,
+    steps: int,
+    d: int,
+    layers: int,
+    seed: int,
+    batch: int = 64,
+    device=None,
+    init: M.TinyRecTransformer | None = None,
+    h_teacher=None,
+    lam: float = 0.0,
+) -> dict:
+    """Train the answer-only model once per learning rate in ``lrs`` on
+    prompts["train"], keep the one with the lowest validation MAE, and score it on
+    the test users.
 
     prompts, y: {"train", "val", "test"} -> (N, T) prompts and (N,) ratings. ``init``:
     start from a copy of this model (stage (ii) starts from the reasoning model).
@@ -78,10 +128,21 @@ def fit_answer(prompts: dict, y: dict, vocab: M.Vocab, lrs, steps: int, d: int,
             model = M.TinyRecTransformer(vocab.size, d=d, layers=layers, heads=2)
             model.load_state_dict(init.state_dict())
         model.to(device or "cpu")
-        M.train_answer(model, prompts["train"], y["train"], steps, lr, batch=batch,
-                       seed=seed, h_teacher=h_teacher, lam=lam)
-        val = M.mae(M.predict_answer(model, prompts["val"].to(model.tok.weight.device)),
-                    y["val"])
+        M.train_answer(
+            model,
+            prompts["train"],
+            y["train"],
+            steps,
+            lr,
+            batch=batch,
+            seed=seed,
+            h_teacher=h_teacher,
+            lam=lam,
+        )
+        val = M.mae(
+            M.predict_answer(model, prompts["val"].to(model.tok.weight.device)),
+            y["val"],
+        )
         by_lr[lr] = val
         if best is None or val < best["val"]:
             best = {"lr": lr, "val": val, "model": model}
@@ -91,11 +152,18 @@ def fit_answer(prompts: dict, y: dict, vocab: M.Vocab, lrs, steps: int, d: int,
     return best
 
 
-def topic_mean_predict(data: RecSys, labels: np.ndarray, uu: np.ndarray, items: np.ndarray,
-                       K: int | None, prior: float = 1.0) -> torch.Tensor:
-    """A closed-form reader of a (truncated) history, no training: the mean rating of the
-    user's last K history items on the candidate's topic, shrunk to 3 with ``prior``
-    pseudo-ratings, rounded: round((sum + 3 prior) / (n + prior)). K=None: whole history."""
+def topic_mean_predict(
+    data: RecSys,
+    labels: np.ndarray,
+    uu: np.ndarray,
+    items: np.ndarray,
+    K: int | None,
+    prior: float = 1.0,
+) -> torch.Tensor:
+    """A closed-form reader of a (truncated) history, no training: the mean rating of
+    the user's last K history items on the candidate's topic, shrunk to 3 with ``prior``
+    pseudo-ratings, rounded: round((sum + 3 prior) / (n + prior)).
+    K=None: whole history."""
     if K is not None:
         K = _int(K, "K")
     if isinstance(prior, bool) or not isinstance(prior, (int, float, np.floating)):

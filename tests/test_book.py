@@ -1,0 +1,56 @@
+"""The book's structure: chapter numbers that match the plan, and a contents page that
+agrees with the table of contents."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def numbered_entries() -> list[str]:
+    """The files of the numbered parts of _toc.yml, in order (chapter 1 first)."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    return [
+        ch["file"]
+        for part in toc["parts"]
+        if part.get("numbered")
+        for ch in part["chapters"]
+    ]
+
+
+def test_chapter_numbers_match_the_plan():
+    """Sphinx numbers the chapters 1, 2, ... in toc order; the files are NN-slug, so the
+    k-th numbered entry must be chapter k (a written notebook or its placeholder)."""
+    entries = numbered_entries()
+    assert len(entries) == 19, "every chapter of the plan has a line, written or not"
+    for k, entry in enumerate(entries, start=1):
+        name = Path(entry).name
+        assert name.startswith(f"{k:02d}-"), (
+            f"entry {k} of the numbered parts is {entry}"
+        )
+        assert entry.startswith(("notebooks/", "book/planned/")), entry
+        assert (ROOT / entry).with_suffix(".ipynb").is_file() or (
+            ROOT / entry
+        ).with_suffix(".md").is_file(), f"{entry}: no such notebook or page"
+        assert not (
+            entry.startswith("book/planned/")
+            and (ROOT / "notebooks" / f"{name}.ipynb").is_file()
+        ), f"chapter {name} is written: list notebooks/{name}, not its placeholder"
+
+
+def test_contents_page_agrees_with_the_toc():
+    text = (ROOT / "book" / "contents.md").read_text()
+    links = dict(re.findall(r"\*\*\[(\d+) · [^\]]+\]\(([^)]+)\)\*\*", text))
+    for k, entry in enumerate(numbered_entries(), start=1):
+        name = Path(entry).name
+        if entry.startswith("notebooks/"):
+            want = f"../notebooks/{name}.ipynb"
+        else:
+            want = f"planned/{name}.md"
+        assert links.get(str(k)) == want, f"contents.md: chapter {k} should link {want}"
+        written = "*(not written yet)*" not in text.split(f"[{k} · ")[1].split("\n")[0]
+        assert written == entry.startswith("notebooks/"), (
+            f"contents.md: chapter {k}'s 'not written yet' mark disagrees with _toc.yml"
+        )

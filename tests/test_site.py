@@ -1,0 +1,239 @@
+"""The built book as a reader meets it: offline, in a real browser.
+
+Each page of the built site is opened in headless Chromium with every network name
+unresolvable (anything fetched from the internet fails, as it would offline), and the
+page itself is checked through its DOM: math typeset by MathJax, every image loaded, no
+directive or TeX source showing as text, no widget left unrendered, code that fits the
+column without a scroll bar, no failed resource and no script error. A screenshot of
+each page goes to ``_build/screenshots/`` for a person to look at. Another test checks
+every internal link of the site (pages, anchors, cross-references, the bibliography)
+with pytest-check-links, offline.
+
+The site is the one ``python3 tasks.py test`` builds from the chapters it executed
+(``ICLR26_SITE`` names its HTML folder). Needs Debian's ``chromium`` and
+``chromium-driver``: ``.ci/run`` installs them; elsewhere the browser test skips with a
+message, except under CI, where a missing browser fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.site
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = Path(os.environ.get("ICLR26_SITE", ROOT / "_build" / "site" / "_build" / "html"))
+SHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+WIDTH, HEIGHT = 1280, 1600  # a laptop's width: 88 columns of code must fit here
+# Text that means a directive or role was not parsed (it would show as source).
+RAW_MARKUP = [
+    "```{",
+    "{prf:",
+    "{exercise}",
+    "{solution}",
+    ":label:",
+    "{cite:",
+    "{ref}`",
+    "{numref}`",
+    "{eq}`",
+    "{math}`",
+    ":class: dropdown",
+]
+# Script errors that are known and harmless: sphinx-thebe writes its configuration
+# script twice under Jupyter Book 1.x (the second `const` fails; thebe itself is off).
+KNOWN_SCRIPT_ERRORS = ["Identifier 'THEBE_JS_URL' has already been declared"]
+
+
+def site_pages() -> list[Path]:
+    if not SITE.is_dir():
+        return []
+    pages = [SITE / "book" / "intro.html"]
+    for folder in ("book", "book/planned", "notebooks"):
+        pages += sorted((SITE / folder).glob("*.html"))
+    return list(dict.fromkeys(pages))
+
+
+def need_site():
+    if not (SITE / "book" / "intro.html").is_file():
+        pytest.skip(
+            f"no built site at {SITE}: `python3 tasks.py test` builds it from the "
+            "executed chapters before this test (or set ICLR26_SITE)"
+        )
+
+
+@pytest.fixture(scope="module")
+def browser():
+    need_site()
+    if not (CHROMIUM and CHROMEDRIVER):
+        message = (
+            "headless Chromium is not installed: `apt-get install chromium "
+            "chromium-driver` (Debian's packages; .ci/run installs them)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message + " -- under CI the browser test must not skip")
+        pytest.skip(message)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in [
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--window-size={WIDTH},{HEIGHT}",
+        # Offline: every host name fails to resolve, so a resource from the internet
+        # fails to load and shows up in the browser's log.
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        # pytest-xdist workers or a second run must not share a profile.
+        f"--user-data-dir={SHOTS.parent / f'chromium-profile-{os.getpid()}'}",
+    ]:
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_page_load_timeout(60)
+    driver.set_script_timeout(60)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+# Waits for MathJax (on pages that load it) and for every image, then reads the page.
+INSPECT = r"""
+const done = arguments[arguments.length - 1];
+const images = Array.from(document.images).map(img => img.complete ? null :
+    new Promise(ok => { img.onload = img.onerror = ok; }));
+const math = (window.MathJax && MathJax.startup && MathJax.startup.promise)
+    ? MathJax.startup.promise : Promise.resolve();
+Promise.all([math, ...images]).then(() => {
+  const article = document.querySelector("main article") || document.body;
+  // Visible prose: text outside code, scripts and typeset math.
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT, {
+    acceptNode: n => n.parentElement.closest(
+      "pre, code, script, style, mjx-container, .highlight") ?
+      NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  let prose = "";
+  while (walker.nextNode()) prose += walker.currentNode.textContent + " ";
+  const cells = Array.from(article.querySelectorAll("div.cell"));
+  done({
+    prose: prose,
+    mathElements: article.querySelectorAll(".math").length,
+    untypeset: Array.from(article.querySelectorAll(".math"))
+        .filter(m => !m.querySelector("mjx-container")).length,
+    mathErrors: article.querySelectorAll("mjx-merror").length,
+    brokenImages: Array.from(document.images)
+        .filter(i => !(i.complete && i.naturalWidth > 0))
+        .map(i => i.getAttribute("src").slice(0, 80)),
+    outputImages: article.querySelectorAll(".cell_output img").length,
+    widgets: article.querySelectorAll(
+        'script[type="application/vnd.jupyter.widget-view+json"], ' +
+        ".jupyter-widgets, .widget-area").length,
+    // Code a reader reads: cell inputs and code blocks in the prose, not outputs.
+    wideCode: Array.from(article.querySelectorAll("div.highlight pre"))
+        .filter(p => !p.closest(".cell_output"))
+        // Folded code (a widget's, under hide-input) has no box to measure.
+        .filter(p => p.getClientRects().length > 0 && p.clientWidth > 0)
+        .filter(p => p.scrollWidth > p.clientWidth + 1)
+        .map(p => p.textContent.split("\n")
+                  .reduce((a, b) => b.length > a.length ? b : a)),
+    widgetsWithoutFigure: cells.filter((c, i) =>
+        c.classList.contains("tag_skip-execution") &&
+        !(i > 0 && cells[i - 1].querySelector(".cell_output img"))).length,
+  });
+}).catch(e => done({error: String(e)}));
+"""
+
+
+def page_id(path: Path) -> str:
+    return path.relative_to(SITE).with_suffix("").as_posix().replace("/", "-")
+
+
+@pytest.mark.parametrize("page", site_pages() or [None], ids=lambda p: p and page_id(p))
+def test_page_in_a_browser(browser, page):
+    need_site()
+    browser.get_log("browser")  # drop what earlier pages left
+    browser.get(page.as_uri())
+    seen = browser.execute_async_script(INSPECT)
+    browser.save_screenshot(str(SHOTS / f"{page_id(page)}.png"))
+    log = browser.get_log("browser")
+    assert "error" not in seen, seen
+    problems = []
+    failed = [e["message"] for e in log if e.get("source") == "network"]
+    if failed:
+        problems.append(f"resources that did not load (offline): {failed}")
+    errors = [
+        e["message"]
+        for e in log
+        if e.get("source") == "javascript"
+        and not any(k in e["message"] for k in KNOWN_SCRIPT_ERRORS)
+    ]
+    if errors:
+        problems.append(f"script errors: {errors}")
+    if seen["untypeset"] or seen["mathErrors"]:
+        problems.append(
+            f"math not typeset: {seen['untypeset']} of {seen['mathElements']} "
+            f"formulas, {seen['mathErrors']} MathJax errors"
+        )
+    tex = [t for t in ("\\(", "\\[", "$$", "\\frac", "\\mathbb") if t in seen["prose"]]
+    if tex:
+        problems.append(f"TeX source showing as text: {tex}")
+    raw = [t for t in RAW_MARKUP if t in seen["prose"]]
+    if raw:
+        problems.append(f"directive or role source showing as text: {raw}")
+    if seen["brokenImages"]:
+        problems.append(f"images that did not load: {seen['brokenImages']}")
+    if seen["widgets"]:
+        problems.append(
+            f"{seen['widgets']} widget placeholders a static page cannot run"
+        )
+    if seen["wideCode"]:
+        problems.append(f"code wider than the column: {seen['wideCode'][:5]}")
+    if page.parent.name == "notebooks":
+        if seen["outputImages"] == 0:
+            problems.append("a chapter without a single figure: was it executed?")
+        if seen["widgetsWithoutFigure"]:
+            problems.append("a widget cell without a default figure drawn before it")
+    assert not problems, f"{page.relative_to(SITE)}:\n" + "\n".join(problems)
+
+
+def test_search_works_offline(browser):
+    need_site()
+    browser.get((SITE / "search.html").as_uri() + "?q=gradient")
+    found = browser.execute_async_script(
+        """const done = arguments[arguments.length - 1];
+        const t0 = Date.now();
+        (function poll() {
+          const n = document.querySelectorAll("#search-results li").length;
+          if (n > 0 || Date.now() - t0 > 20000) done(n); else setTimeout(poll, 200);
+        })();"""
+    )
+    browser.save_screenshot(str(SHOTS / "search.png"))
+    assert found > 0, "searching the built site for 'gradient' found nothing"
+
+
+def test_internal_links():
+    """Every link, anchor, cross-reference, bibliography entry and image that a page of
+    the site points at inside the site exists (pytest-check-links; links to the
+    internet are not followed: the site must work offline, they cannot be checked)."""
+    need_site()
+    pages = [str(p) for p in site_pages()] + [str(SITE / "genindex.html")]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    cmd += ["-p", "no:xdist", "-o", "addopts=", "--rootdir", str(SITE)]
+    cmd += ["--check-links", "--check-anchors"]
+    cmd += ["--check-links-ignore", r"https?://.*", "--check-links-ignore", "mailto:.*"]
+    proc = subprocess.run(cmd + pages, capture_output=True, text=True, cwd=SITE)
+    tail = "\n".join(proc.stdout.splitlines()[-40:])
+    assert proc.returncode == 0, f"broken internal links:\n{tail}"
