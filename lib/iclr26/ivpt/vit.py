@@ -147,5 +147,6 @@ def pretrain(
         opt.step()
         sched.step()
         losses.append(loss.item())
+    opt.zero_grad(set_to_none=True)  # no pretraining gradient is left on the backbone
     vit.requires_grad_(False)
     return losses
