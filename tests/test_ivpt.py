@@ -222,3 +222,14 @@ def test_exercise_check():
         return torch.softmax(-d2 + bias.T, dim=1).transpose(1, 2)
 
     assert ns.I.check_concept_maps(wrong_axis).status == "wrong"
+
+
+def test_pretrain_leaves_a_frozen_backbone_without_gradients():
+    torch.manual_seed(0)
+    vit = I.TinyViT(16, 4, 16, 2, 2)
+    x = torch.rand(40, 3, 16, 16)
+    losses = I.pretrain(vit, x, x.clone(), 2, batch=8)
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    assert all(not p.requires_grad and p.grad is None for p in vit.parameters())
+    with pytest.raises(ValueError):
+        I.pretrain(vit, x, x[:, :, :8], 2, batch=8)
