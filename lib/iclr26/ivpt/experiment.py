@@ -1,0 +1,188 @@
+"""The chapter's experiment in one function, so the notebook and the calibration grid
+run the same code: data, pretraining, tuning, and every model's interpretability."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from .data import class_table, make_part_birds, patch_parts
+from .method import IVPT, LinearProbe, VPTDeep, concept_maps, evaluate, train
+from .metrics import kmeans, part_consistency
+from .vit import TinyViT, pretrain
+
+FOREGROUND = slice(1, 5)  # part channels head, body, wing, tail (0 is background)
+
+
+def make_data(cfg, seed: int, device) -> SimpleNamespace:
+    """Pretraining pairs (unlabelled, every colour tuple), tuning train/test splits."""
+    rng = np.random.default_rng(seed)
+    all_tuples = class_table(cfg.n_colours**3, cfg.n_colours, rng)
+    # unlabelled pairs: the same (random) colours rendered twice, in two poses and
+    # backgrounds; the pretraining sees no class table, no label and no part mask
+    who = rng.integers(0, len(all_tuples), cfg.n_pre)
+    pre, _, _ = make_part_birds(
+        cfg.n_pre,
+        all_tuples,
+        rng,
+        cfg.size,
+        cfg.jitter,
+        labels=who,
+        n_colours=cfg.n_colours,
+    )
+    pre2, _, _ = make_part_birds(
+        cfg.n_pre,
+        all_tuples,
+        rng,
+        cfg.size,
+        cfg.jitter,
+        labels=who,
+        n_colours=cfg.n_colours,
+    )
+    classes = class_table(cfg.n_classes, cfg.n_colours, rng)
+    xtr, ytr, _ = make_part_birds(
+        cfg.n_train, classes, rng, cfg.size, cfg.jitter, n_colours=cfg.n_colours
+    )
+    xte, yte, mte = make_part_birds(
+        cfg.n_test, classes, rng, cfg.size, cfg.jitter, n_colours=cfg.n_colours
+    )
+    t = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    parts = patch_parts(mte, cfg.patch)  # [n, 5, g, g]
+    return SimpleNamespace(
+        pre=t(pre),
+        pre2=t(pre2),
+        xtr=t(xtr),
+        ytr=t(ytr),
+        xte=t(xte),
+        yte=t(yte),
+        mask_te=mte,
+        parts=t(parts.reshape(len(mte), 5, -1))[:, FOREGROUND],
+        classes=classes,
+    )
+
+
+def unit_scores(name: str, outs: list[dict]) -> torch.Tensor:
+    """Region scores [B, U, N] of a model's units over the test outputs.
+
+    IVPT: every foreground prototype of every layer (its concept map).
+    VPT-Deep: every prompt of every layer (the attention the patches pay it).
+    """
+    if name == "vpt":
+        return torch.cat([o["regions"] for o in outs], 0)
+    per_layer = [
+        torch.cat([o["logmaps"][j][:, :-1] for o in outs], 0)
+        for j in range(len(outs[0]["maps"]))
+    ]
+    return torch.cat(per_layer, 1)
+
+
+def readout(scores: torch.Tensor, parts: torch.Tensor, cfg, prefix: str = "") -> dict:
+    """Consistency and purity at the chapter's region size ``cfg.m`` and at the sizes
+    in ``cfg.m_list`` (keys ``consistency_m2``, ...)."""
+    out = {}
+    for m in sorted({cfg.m, *cfg.m_list}):
+        pc = part_consistency(scores, parts, m, cfg.mu)
+        tag = "" if m == cfg.m else f"_m{m}"
+        out[f"{prefix}consistency{tag}"] = pc["consistency"]
+        out[f"{prefix}purity{tag}"] = pc["purity"]
+    return out
+
+
+def run(
+    cfg,
+    seed: int,
+    device="cpu",
+    models=("probe", "vpt", "ivpt", "ivpt_last", "ivpt_ce", "kmeans"),
+) -> dict:
+    """Pretrain, tune each model, measure accuracy and part consistency. Returns a dict
+    name -> dict(acc, consistency, purity, ...), plus the trained models under
+    ``"_models"`` and the data under ``"_data"``."""
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    t0 = time.process_time()
+    data = make_data(cfg, seed, device)
+    vit = TinyViT(cfg.size, cfg.patch, cfg.d, cfg.depth, cfg.heads).to(device)
+    pre_losses = pretrain(
+        vit, data.pre, data.pre2, cfg.pre_steps, cfg.pre_batch, generator=g
+    )
+    res, built = {"_pre_losses": pre_losses}, {}
+    cpu = {"pretrain": time.process_time() - t0}
+    makers = dict(
+        probe=lambda: LinearProbe(vit, cfg.n_classes),
+        vpt=lambda: VPTDeep(vit, cfg.n_classes, cfg.n_prompts),
+        ivpt=lambda: IVPT(vit, cfg.n_classes, cfg.n_pro),
+        ivpt_last=lambda: IVPT(vit, cfg.n_classes, cfg.n_pro[-2:]),
+        ivpt_ce=lambda: IVPT(vit, cfg.n_classes, cfg.n_pro),
+    )
+    for name in models:
+        if name == "kmeans":
+            continue
+        torch.manual_seed(seed + 1)  # every model starts from the same draw
+        model = makers[name]().to(device)
+        w = (
+            {k: 0.0 for k in ("presence", "entropy", "tv", "orth", "consistency")}
+            if name == "ivpt_ce"
+            else None
+        )
+        train(model, data.xtr, data.ytr, cfg.steps, cfg.batch, cfg.lr, w, generator=g)
+        acc, outs = evaluate(model, data.xte, data.yte)
+        r = dict(acc=acc)
+        if name != "probe":
+            key = "vpt" if name == "vpt" else "ivpt"
+            r.update(readout(unit_scores(key, outs), data.parts, cfg))
+            if key == "ivpt":  # the final layer's prototypes alone
+                fin = torch.cat([o["logmaps"][-1][:, :-1] for o in outs], 0)
+                r.update(readout(fin, data.parts, cfg, prefix="final_"))
+        res[name], built[name] = r, model
+        cpu[name] = time.process_time() - t0 - sum(cpu.values())
+        res["_outs_" + name] = outs
+    if "kmeans" in models:  # k-means on the frozen final features, no training
+        with torch.no_grad():
+            feats = torch.cat(
+                [
+                    vit(data.xtr[s : s + 256])[0][:, 1:]
+                    for s in range(0, len(data.xtr), 256)
+                ],
+                0,
+            )
+            c = kmeans(feats.reshape(-1, cfg.d)[:20000], cfg.n_pro[-1], generator=g)
+            te = torch.cat(
+                [
+                    vit(data.xte[s : s + 256])[0][:, 1:]
+                    for s in range(0, len(data.xte), 256)
+                ],
+                0,
+            )
+            A = concept_maps(te, c)
+        # the k-means "background" is not known: every cluster is scored
+        res["kmeans"] = readout(A.log(), data.parts, cfg)
+    res["_models"], res["_data"], res["_vit"], res["_cpu"] = built, data, vit, cpu
+    return res
+
+
+CI = dict(
+    size=24,
+    patch=4,
+    d=64,
+    depth=4,
+    heads=4,
+    n_colours=4,
+    n_classes=16,
+    jitter=1.0,
+    n_pre=3000,
+    pre_steps=300,
+    n_train=2000,
+    n_test=500,
+    batch=64,
+    pre_batch=128,
+    steps=200,
+    lr=3e-2,
+    n_prompts=4,
+    n_pro=(9, 7, 5),
+    m=4,
+    m_list=(1, 2),
+    mu=0.8,
+)

@@ -1,0 +1,136 @@
+"""Part consistency (Huang et al., 2023), read the same way for every kind of unit.
+
+A unit (an IVPT prototype, a VPT-Deep prompt) has a score map over the N patches of
+each image. Its *region* in an image is its top-``m`` patches -- in **every** image:
+no unit may abstain. The parts in the region are those covering a patch of it. Over the
+images, ``freq[u, p]`` is the fraction whose region holds part ``p``; the unit is
+*consistent* when ``max_p freq[u, p] >= mu`` (Huang et al. use mu = 0.8), and the
+part consistency of a model is the fraction of its units that are.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def region_parts(scores: torch.Tensor, parts: torch.Tensor, m: int) -> torch.Tensor:
+    """Which parts each unit's top-``m`` region holds, in each image.
+
+    scores: [B, U, N] any score per unit and patch (higher = more in the region);
+    parts: bool [B, P, N] whether part p covers patch n (background excluded by the
+    caller). Returns bool [B, U, P].
+    """
+    if not isinstance(scores, torch.Tensor) or not isinstance(parts, torch.Tensor):
+        raise TypeError("scores and parts must be torch tensors")
+    if (
+        scores.ndim != 3
+        or parts.ndim != 3
+        or scores.shape[0] != parts.shape[0]
+        or scores.shape[2] != parts.shape[2]
+    ):
+        raise ValueError(
+            f"scores must be [B, U, N] and parts [B, P, N], got "
+            f"{tuple(scores.shape)} and {tuple(parts.shape)}"
+        )
+    if not torch.isfinite(scores).all():
+        raise ValueError("scores hold NaN or inf")
+    if not isinstance(m, int) or not 1 <= m <= scores.shape[2]:
+        raise ValueError(f"m must be an int in [1, {scores.shape[2]}], got {m!r}")
+    top = scores.topk(m, dim=-1).indices  # [B, U, m]
+    region = torch.zeros_like(scores, dtype=torch.bool).scatter_(-1, top, True)
+    return (region.float() @ parts.float().transpose(1, 2)) > 0  # [B, U, P]
+
+
+def part_frequency(scores: torch.Tensor, parts: torch.Tensor, m: int) -> torch.Tensor:
+    """freq [U, P]: the fraction of images whose top-m region of unit u holds part p."""
+    return region_parts(scores, parts, m).float().mean(0)
+
+
+def part_consistency(
+    scores: torch.Tensor, parts: torch.Tensor, m: int, mu: float = 0.8
+) -> dict:
+    """Huang et al.'s part consistency, every image counted for every unit.
+
+    Returns dict(consistency: fraction of units with max_p freq >= mu,
+    purity: mean over units of max_p freq (the same quantity before the threshold,
+    which does not move in steps of 1/U), best [U]: max_p freq per unit,
+    part [U]: the argmax part).
+    """
+    if not 0 < mu <= 1:
+        raise ValueError(f"mu must be in (0, 1], got {mu}")
+    freq = part_frequency(scores, parts, m)
+    best, part = freq.max(1)
+    return dict(
+        consistency=(best >= mu).float().mean().item(),
+        purity=best.mean().item(),
+        best=best,
+        part=part,
+    )
+
+
+def kmeans(
+    x: torch.Tensor, k: int, iters: int = 20, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """Plain k-means (k-means++ start) on rows of x [n, D] -> centres [k, D]."""
+    if x.ndim != 2 or len(x) < k:
+        raise ValueError(f"x must be [n >= k, D], got {tuple(x.shape)}")
+    idx = [int(torch.randint(len(x), (1,), generator=generator))]
+    for _ in range(k - 1):
+        d2 = torch.cdist(x, x[idx]).min(1).values ** 2
+        idx.append(int(torch.multinomial(d2 / d2.sum(), 1, generator=generator)))
+    c = x[idx].clone()
+    for _ in range(iters):
+        a = torch.cdist(x, c).argmin(1)
+        for j in range(k):
+            if (a == j).any():
+                c[j] = x[a == j].mean(0)
+    return c
+
+
+def nmi_ari(assign: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
+    """NMI and ARI of a patch assignment against the part labels (scikit-learn)."""
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+    a, t = np.asarray(assign).ravel(), np.asarray(truth).ravel()
+    return float(normalized_mutual_info_score(t, a)), float(adjusted_rand_score(t, a))
+
+
+def check_concept_maps(fn) -> object:
+    """Grade a student's ``fn(feats [B, N, D], protos [K, D], bias [K, N])``,
+    which must return [B, K, N], the concept map softmax_k(-||e - q_k||^2 + b_k)."""
+    from iclr26.core import grade_exercise
+
+    def trial(f):
+        g = torch.Generator().manual_seed(0)
+        e = torch.randn(2, 7, 3, generator=g, dtype=torch.float64)
+        q = torch.randn(4, 3, generator=g, dtype=torch.float64)
+        b = torch.randn(4, 7, generator=g, dtype=torch.float64)
+        out = f(e.clone(), q.clone(), b.clone())
+        assert isinstance(out, torch.Tensor), (
+            f"return a tensor, got {type(out).__name__}"
+        )
+        assert out.shape == (2, 4, 7), (
+            f"the output must be [B, K, N] = (2, 4, 7), got {tuple(out.shape)}"
+        )
+        assert torch.allclose(
+            out.sum(1), torch.ones(2, 7, dtype=out.dtype), atol=1e-8
+        ), (
+            "for each patch the map must sum to 1 over the prototypes (axis 1): "
+            "which axis does your softmax run over?"
+        )
+        z = torch.zeros_like(b)
+        d2 = ((e[:, None] - q[None, :, None]) ** 2).sum(-1)
+        ref0 = torch.softmax(-d2, dim=1)
+        assert torch.allclose(f(e, q, z), ref0, atol=1e-8), (
+            "with a zero bias the map should be the softmax of minus the squared "
+            "distance: check the sign and the square"
+        )
+        ref = torch.softmax(-d2 + b[None], dim=1)
+        assert torch.allclose(out, ref, atol=1e-8), (
+            "with a bias the result is wrong: b[k, n] is added to the logit of "
+            "prototype k at patch n, before the softmax"
+        )
+        return "your concept map equals the mixture responsibilities on every test"
+
+    return grade_exercise(fn, trial)

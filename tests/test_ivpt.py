@@ -1,0 +1,235 @@
+"""Unit tests of iclr26.ivpt: data, concept maps, region features, grouping, models,
+the consistency metric, and the exercise's check function."""
+
+import numpy as np
+import pytest
+import torch
+from nbexercise import exercise_parts
+
+from iclr26 import ivpt as I
+
+
+def _birds(n=6, seed=0, **kw):
+    rng = np.random.default_rng(seed)
+    cl = I.class_table(8, 4, rng)
+    return I.make_part_birds(n, cl, rng, **kw)
+
+
+def test_part_birds_shapes_ranges_and_masks():
+    x, y, m = _birds(10)
+    assert x.shape == (10, 3, 24, 24) and x.dtype == np.float32
+    assert 0 <= x.min() and x.max() <= 1
+    assert y.shape == (10,) and m.shape == (10, 24, 24)
+    assert set(np.unique(m)) <= set(range(5))
+    for p in range(1, 5):  # every part visible in most images
+        assert (m == p).any(axis=(1, 2)).mean() >= 0.8
+
+
+def test_part_birds_seeded_and_zero_jitter_is_fixed_pose():
+    a, _, ma = _birds(4, seed=3)
+    b, _, mb = _birds(4, seed=3)
+    assert np.array_equal(a, b) and np.array_equal(ma, mb)
+    _, _, m0 = _birds(20, seed=1, jitter=0.0)
+    fg = (m0 == 2).sum(axis=(1, 2))
+    assert fg.max() - fg.min() <= 2  # same body size up to the flip's rounding
+
+
+def test_part_birds_bad_input():
+    rng = np.random.default_rng(0)
+    cl = I.class_table(4, 3, rng)
+    with pytest.raises(ValueError):
+        I.make_part_birds(0, cl, rng)
+    with pytest.raises(TypeError):
+        I.make_part_birds(3, cl, "rng")
+    with pytest.raises(ValueError):
+        I.make_part_birds(3, cl, rng, jitter=float("nan"))
+    with pytest.raises(ValueError):
+        I.class_table(100, 3, rng)
+
+
+def test_patch_parts_matches_a_loop():
+    _, _, m = _birds(3)
+    got = I.patch_parts(m, 4)
+    for b in range(3):
+        for i in range(6):
+            for j in range(6):
+                blk = m[b, 4 * i : 4 * i + 4, 4 * j : 4 * j + 4]
+                for p in range(5):
+                    assert got[b, p, i, j] == ((blk == p).mean() >= 0.25)
+    with pytest.raises(ValueError):
+        I.patch_parts(m, 5)
+
+
+def test_concept_maps_are_gmm_responsibilities():
+    g = torch.Generator().manual_seed(0)
+    e = torch.randn(3, 10, 5, generator=g, dtype=torch.float64)
+    q = torch.randn(4, 5, generator=g, dtype=torch.float64)
+    b = torch.randn(4, 10, generator=g, dtype=torch.float64)
+    A = I.concept_maps(e, q, b)
+    assert A.shape == (3, 4, 10)
+    assert torch.allclose(A.sum(1), torch.ones(3, 10, dtype=torch.float64))
+    # naive: equal-variance isotropic Gaussians with log-priors b (variance 1/2)
+    d2 = ((e[:, None] - q[None, :, None]) ** 2).sum(-1)  # [B, K, N]
+    naive = torch.softmax(-d2 + b[None], dim=1)
+    assert torch.allclose(A, naive, atol=1e-12)
+
+
+def test_concept_maps_gradcheck_and_errors():
+    g = torch.Generator().manual_seed(1)
+    e = torch.randn(2, 4, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    q = torch.randn(3, 3, generator=g, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: I.concept_maps(a, b), (e, q))
+    with pytest.raises(ValueError):
+        I.concept_maps(e.detach(), torch.randn(3, 4, dtype=torch.float64))
+    with pytest.raises(ValueError):
+        I.concept_maps(e.detach() * float("nan"), q.detach())
+    with pytest.raises(TypeError):
+        I.concept_maps(e.detach().numpy(), q.detach())
+
+
+def test_region_features_one_hot_is_masked_mean():
+    g = torch.Generator().manual_seed(2)
+    feats = torch.randn(2, 6, 4, generator=g, dtype=torch.float64)
+    lab = torch.tensor([[0, 0, 1, 2, 2, 2], [1, 1, 1, 0, 2, 0]])
+    A = torch.nn.functional.one_hot(lab, 3).transpose(1, 2).double()
+    out, mass = I.region_features(A, feats)
+    for b in range(2):
+        for k in range(3):
+            assert torch.allclose(out[b, k], feats[b, lab[b] == k].mean(0))
+    assert torch.equal(mass, A.sum(-1))
+    soft, _ = I.region_features(A, feats, hard=False)
+    assert torch.allclose(soft, out)
+
+
+def test_region_features_empty_region_is_zero():
+    feats = torch.ones(1, 3, 2)
+    A = torch.tensor([[[0.6, 0.7, 0.9], [0.4, 0.3, 0.1]]])
+    out, mass = I.region_features(A, feats)
+    assert mass[0, 1] == 0 and torch.equal(out[0, 1], torch.zeros(2))
+
+
+def test_grouping_rows_sum_to_one_and_maps_stay_normalised():
+    grp = I.CrossLayerGrouping(5, 6, 3).double()
+    g = torch.Generator().manual_seed(3)
+    f = torch.randn(2, 6, 5, generator=g, dtype=torch.float64)
+    A = torch.softmax(torch.randn(2, 7, 9, generator=g, dtype=torch.float64), 1)
+    coarse, cmaps, G = grp(f, A)
+    assert coarse.shape == (2, 3, 5) and cmaps.shape == (2, 4, 9)
+    assert torch.allclose(G.sum(-1), torch.ones(2, 6, dtype=torch.float64))
+    assert torch.allclose(cmaps.sum(1), torch.ones(2, 9, dtype=torch.float64))
+
+
+def _small():
+    torch.manual_seed(0)
+    vit = I.TinyViT(16, 4, 16, 3, 2)
+    vit.requires_grad_(False)
+    return vit, torch.rand(5, 3, 16, 16)
+
+
+def test_models_shapes_and_frozen_backbone():
+    vit, x = _small()
+    y = torch.tensor([0, 1, 2, 0, 1])
+    ivpt = I.IVPT(vit, 3, (5, 4, 3))
+    out = ivpt(x)
+    assert out["logits"].shape == (5, 3)
+    assert [a.shape for a in out["maps"]] == [(5, 5, 16), (5, 4, 16), (5, 3, 16)]
+    assert [c.shape for c in out["coarse"]] == [(5, 3, 16), (5, 3, 16)]
+    vpt = I.VPTDeep(vit, 3, 2)
+    assert vpt(x)["regions"].shape == (5, (3 - 1) * 2, 16)  # last block: no region
+    before = [p.clone() for p in vit.parameters()]
+    I.train(ivpt, x, y, 2, batch=4)
+    I.train(vpt, x, y, 2, batch=4)
+    assert all(torch.equal(a, b) for a, b in zip(before, vit.parameters()))
+    assert all(p.grad is None for p in vit.parameters())
+    assert ivpt.protos[-1].grad is not None
+
+
+def test_rollout_to_cls_properties():
+    """Rollout weights are a distribution over CLS + patches; the last block's patch
+    outputs never reach the CLS head (zero); with attention that only looks at itself,
+    nothing flows from patches to the CLS."""
+    vit, x = _small()
+    vpt = I.VPTDeep(vit, 3, 2)
+    atts = vpt(x)["atts"]
+    T = 1 + vit.grid**2
+    rho = I.rollout_to_cls(atts, T)
+    assert rho.shape == (5, 3, T - 1)
+    assert torch.equal(rho[:, -1], torch.zeros(5, T - 1))
+    assert (rho >= 0).all() and (rho[:, :-1].sum(-1) <= 1 + 1e-6).all()
+    eye = [torch.eye(T + 2).expand(5, 2, T + 2, T + 2) for _ in range(3)]
+    assert torch.equal(I.rollout_to_cls(eye, T), torch.zeros(5, 3, T - 1))
+
+
+def test_vpt_prompt_of_an_early_block_changes_the_logits():
+    vit, x = _small()
+    vpt = I.VPTDeep(vit, 3, 2)
+    base = vpt(x)["logits"]
+    with torch.no_grad():
+        vpt.prompts[0, 0] += torch.linspace(-1, 1, vpt.prompts.shape[-1])
+    assert (vpt(x)["logits"] - base).abs().max() > 1e-5
+
+
+def test_part_consistency_oracle_and_random():
+    rng = np.random.default_rng(0)
+    cl = I.class_table(4, 3, rng)
+    _, _, m = I.make_part_birds(200, cl, rng)
+    parts = torch.from_numpy(I.patch_parts(m, 4).reshape(200, 5, -1))[:, 1:]
+    oracle = parts.float() + 0.01 * torch.rand(parts.shape)  # one unit per part
+    res = I.part_consistency(oracle, parts, m=1, mu=0.8)
+    assert res["consistency"] == 1.0 and res["purity"] > 0.99
+    rand = torch.rand(200, 8, 36)
+    r2 = I.part_consistency(rand, parts, m=1, mu=0.8)
+    assert r2["consistency"] == 0.0 and r2["purity"] < 0.6
+    with pytest.raises(ValueError):
+        I.part_consistency(rand, parts, m=0)
+    with pytest.raises(ValueError):
+        I.part_consistency(rand[:, :, :5], parts, m=1)
+
+
+def test_region_parts_matches_a_loop():
+    g = torch.Generator().manual_seed(4)
+    s = torch.randn(3, 2, 6, generator=g)
+    parts = torch.rand(3, 4, 6, generator=g) > 0.6
+    got = I.region_parts(s, parts, 2)
+    for b in range(3):
+        for u in range(2):
+            top = s[b, u].argsort(descending=True)[:2]
+            for p in range(4):
+                assert got[b, u, p] == parts[b, p, top].any()
+
+
+def test_kmeans_recovers_separated_clusters():
+    g = torch.Generator().manual_seed(5)
+    centres = torch.tensor([[0.0, 0.0], [10.0, 0.0], [0.0, 10.0]])
+    x = (centres[:, None] + 0.1 * torch.randn(3, 50, 2, generator=g)).reshape(-1, 2)
+    c = I.kmeans(x, 3, generator=g)
+    d = torch.cdist(centres, c).min(1).values
+    assert d.max() < 0.2
+
+
+def test_exercise_check():
+    stub, reference, ns = exercise_parts("14-ivpt", "my_concept_maps")
+    assert ns.I.check_concept_maps(stub).status == "not done yet"
+    assert ns.I.check_concept_maps(reference).status == "correct"
+
+    def no_bias(feats, protos, bias):  # forgets the bias
+        return ns.I.concept_maps(feats, protos)
+
+    assert ns.I.check_concept_maps(no_bias).status == "wrong"
+
+    def wrong_axis(feats, protos, bias):  # softmax over patches, not prototypes
+        d2 = torch.cdist(feats, protos) ** 2
+        return torch.softmax(-d2 + bias.T, dim=1).transpose(1, 2)
+
+    assert ns.I.check_concept_maps(wrong_axis).status == "wrong"
+
+
+def test_pretrain_leaves_a_frozen_backbone_without_gradients():
+    torch.manual_seed(0)
+    vit = I.TinyViT(16, 4, 16, 2, 2)
+    x = torch.rand(40, 3, 16, 16)
+    losses = I.pretrain(vit, x, x.clone(), 2, batch=8)
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    assert all(not p.requires_grad and p.grad is None for p in vit.parameters())
+    with pytest.raises(ValueError):
+        I.pretrain(vit, x, x[:, :, :8], 2, batch=8)
