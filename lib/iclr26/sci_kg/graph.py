@@ -389,14 +389,16 @@ def evaluate_hgnet(model: HGNet, batches: list[dict], threshold: float = 0.5) ->
             m = b["mask"][i]
             a = A[i][m][:, m]
             acyc.append(float(acyclicity_loss(a.double())))
-            S = b["scaffold"][i][m][:, m].numpy()
-            gm = graph_metrics(a.numpy() > threshold, S)
+            S = b["scaffold"][i][m][:, m].cpu().numpy()  # metrics run in NumPy
+            a_np = a.cpu().numpy()
+            gm = graph_metrics(a_np > threshold, S)
             cyc.append(gm["cycle"])
             sc += gm["shortcuts"]
             n_edges += int(S.sum())
-            tp += int(((a.numpy() > threshold) & (S > 0)).sum())
+            tp += int(((a_np > threshold) & (S > 0)).sum())
             npred += gm["edges"]
-            rho.append(spearmanr(y[i][m].numpy(), -b["depth"][i][m].numpy())[0])
+            depth = b["depth"][i][m].cpu().numpy()
+            rho.append(spearmanr(y[i][m].cpu().numpy(), -depth)[0])
     p, r = tp / max(npred, 1), tp / max(n_edges, 1)
     return dict(
         cyclic=float(np.mean(cyc)),
