@@ -41,7 +41,7 @@ def test_full_removal_is_orthogonal_and_partial_scales_the_component():
     assert (D.project_out(e, Q, 1.0) @ Q).abs().max() < 1e-12
     half = D.project_out(e, Q, 0.3)
     assert torch.allclose(half @ Q, 0.7 * (e @ Q), atol=1e-12)
-    perp = lambda x: x - (x @ Q) @ Q.T  # noqa: E731
+    perp = lambda x: x - (x @ Q) @ Q.T
     assert torch.allclose(perp(half), perp(e), atol=1e-12)
     assert torch.allclose(D.project_out(e, Q, 0.0), e)
 

@@ -413,7 +413,7 @@ def _erank_hint(fn) -> str:
                 fn(torch.diag(torch.tensor([1.0, 1.0, 1e-3, 0.0]).double()))
             )
         )
-    except Exception:  # noqa: BLE001 -- a hint is best effort
+    except Exception:  # a hint is best effort
         return "Hint: test your function on the identity first."
     if abs(at_I - 4) > 1e-6:
         return (
@@ -494,7 +494,7 @@ def _grad_hint(fn, depth, factors, M, mask) -> str:
                 "but "
                 "the loss does not depend on those entries."
             )
-    except Exception:  # noqa: BLE001 -- a hint is best effort
+    except Exception:  # a hint is best effort
         pass
     if depth == 1:
         return "Hint: at depth 1, W = W_1; differentiate the loss by hand first."

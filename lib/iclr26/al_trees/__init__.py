@@ -9,11 +9,11 @@ coefficient, CAL, and an agnostic learner with multiplicative error bounds.
   (multiplicative) or additive confidence bounds, and random-query ERM.
 """
 
-from .agnostic import *  # noqa: F401,F403
+from .agnostic import *  # noqa: F403
 from .agnostic import __all__ as _agnostic_all
-from .core import *  # noqa: F401,F403
+from .core import *  # noqa: F403
 from .core import __all__ as _core_all
-from .factored import *  # noqa: F401,F403
+from .factored import *  # noqa: F403
 from .factored import __all__ as _factored_all
 
 __all__ = [*_core_all, *_factored_all, *_agnostic_all]

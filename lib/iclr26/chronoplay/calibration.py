@@ -161,7 +161,7 @@ def claim_values(seed: int, drift_part: bool = True, **overrides) -> dict:
     mk = lambda ph, ramp, noise="seen": benchmark(
         world,
         ph,
-        c["n_questions"],  # noqa
+        c["n_questions"],
         c["slang"],
         seed=seed + 100,
         style_drift=ramp,

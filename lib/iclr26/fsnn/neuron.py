@@ -31,7 +31,7 @@ class SpikeFn(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, scale: float) -> torch.Tensor:  # noqa: D401
+    def forward(ctx, x: torch.Tensor, scale: float) -> torch.Tensor:
         ctx.save_for_backward(x)
         ctx.scale = scale
         return (x >= 0).to(x.dtype)

@@ -91,7 +91,7 @@ def make_part_birds(
         raise ValueError(f"labels must have shape ({n},), got {y.shape}")
     yy, xx = np.mgrid[0:size, 0:size].astype(np.float32) + 0.5
     yy, xx = yy[None] / size, xx[None] / size  # [1, H, W] in (0, 1)
-    u = lambda lo, hi: rng.uniform(lo, hi, (n, 1, 1)).astype(np.float32)  # noqa: E731
+    u = lambda lo, hi: rng.uniform(lo, hi, (n, 1, 1)).astype(np.float32)
     j = np.float32(jitter)
     s = 1.0 + j * u(-0.15, 0.15)  # scale
     cx, cy = 0.5 + j * u(-0.08, 0.08), 0.52 + j * u(-0.08, 0.08)

@@ -49,7 +49,7 @@ def make_data(cfg, seed: int, device) -> SimpleNamespace:
     xte, yte, mte = make_part_birds(
         cfg.n_test, classes, rng, cfg.size, cfg.jitter, n_colours=cfg.n_colours
     )
-    t = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    t = lambda a: torch.from_numpy(a).to(device)
     parts = patch_parts(mte, cfg.patch)  # [n, 5, g, g]
     return SimpleNamespace(
         pre=t(pre),

@@ -98,7 +98,7 @@ __all__ = [
     "span_f1",
     "train_tagger",
 ]
-from . import experiments  # noqa: E402
-from .experiments import graph_experiment, ner_experiment  # noqa: E402
+from . import experiments
+from .experiments import graph_experiment, ner_experiment
 
 __all__ += ["experiments", "graph_experiment", "ner_experiment"]

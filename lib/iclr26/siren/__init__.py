@@ -7,7 +7,7 @@ transformer, GRPO on explicit reasoning, hidden alignment, cost accounting.
 """
 
 # ruff: noqa: F401 -- the package re-exports its modules' names
-from .data import *  # noqa: F401,F403
+from .data import *  # noqa: F403
 from .data import (
     RecSys,
     Sketch,
@@ -20,7 +20,7 @@ from .data import (
     tfidf_from_scratch,
     topic_ari,
 )
-from .model import *  # noqa: F401,F403
+from .model import *  # noqa: F403
 from .model import (
     TinyRecTransformer,
     Vocab,

@@ -103,7 +103,7 @@ def sketch_prompts(
         head[i, L + 3 : L + 3 + len(s.disliked)] = TOPIC0 + torch.tensor(
             s.disliked, dtype=torch.long
         )
-    col = lambda tok: torch.full((len(cand), 1), tok, dtype=torch.long)  # noqa: E731
+    col = lambda tok: torch.full((len(cand), 1), tok, dtype=torch.long)
     return torch.cat([head, col(SEP), col(end), TOPIC0 + cand[:, None]], dim=1)
 
 
@@ -134,7 +134,7 @@ def history_prompts(
     _check_topics(cand, vocab)
     n = len(ht)
     items = torch.stack([TOPIC0 + ht, RATING0 - 1 + hr], dim=2).reshape(n, -1)
-    col = lambda tok: torch.full((n, 1), tok, dtype=torch.long)  # noqa: E731
+    col = lambda tok: torch.full((n, 1), tok, dtype=torch.long)
     return torch.cat(
         [col(BOS), items, col(SEP), col(ANS), TOPIC0 + cand[:, None]], dim=1
     )
