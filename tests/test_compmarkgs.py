@@ -253,6 +253,29 @@ def test_compress_puts_features_on_the_grid_and_embed_leaves_base(small):
     assert 0 <= out["acc"] <= 1 and out["logits"].shape == (6, 4)
 
 
+def test_quantize_offsets_copies_and_rounds(small):
+    _, _, model = small
+    before = model.offsets.detach().clone()
+    q = cm.quantize_offsets(model, 0.2)
+    assert torch.equal(model.offsets, before)  # the input is left alone
+    assert torch.allclose(q.offsets, 0.2 * torch.round(before / 0.2))
+    assert torch.equal(q.feat, model.feat)
+    for bad in (0.0, -1.0, float("nan"), "0.2"):
+        with pytest.raises(ValueError):
+            cm.quantize_offsets(model, bad)
+
+
+def test_fit_scene_noise_free_mode(small):
+    scene, train, _ = small
+    g = torch.Generator().manual_seed(1)
+    m = cm.init_scene(scene, train, 12, feat_dim=4, n_offsets=2, generator=g)
+    start = m.feat.detach().clone()
+    cm.fit_scene(m, train, 2, mode="none", generator=g)
+    assert not torch.equal(m.feat, start)
+    with pytest.raises(ValueError):
+        cm.fit_scene(m, train, 1, mode="learned", generator=g)
+
+
 # ------------------------------------------------------------------ exercise
 def test_exercise_checker():
     stub, reference, ns = exercise_parts("09-compmarkgs", "my_threshold")

@@ -34,6 +34,7 @@ from .train import (
     fit_scene,
     init_scene,
     make_views,
+    quantize_offsets,
     render_image,
 )
 from .watermark import (
@@ -71,6 +72,7 @@ __all__ = [
     "init_scene",
     "make_views",
     "message_bits",
+    "quantize_offsets",
     "quantize_uniform",
     "render_image",
     "rgb_to_hsv",

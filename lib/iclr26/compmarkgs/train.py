@@ -107,19 +107,23 @@ def fit_scene(
     q0: float = 1.0,
     lr: float = 0.01,
     snap: bool = False,
+    mode: str = "fixed",
     generator: torch.Generator,
     callback=None,
 ) -> ScaffoldScene:
-    """Stage 1, in place: L1 to the training views, features noised by U(−½,½)·q0.
-    With ``snap`` the features end on the grid of step q0 (the base as a codec
-    stores it)."""
+    """Stage 1, in place: L1 to the training views, features noised by U(−½,½)·q0
+    (``mode`` = "fixed", as HAC trains; "none" fits without noise, the noise-free
+    pipeline's base). With ``snap`` the features end on the grid of step q0 (the
+    base as a codec stores it)."""
+    if mode not in ("fixed", "none"):
+        raise ValueError(f"stage 1 mode must be 'fixed' or 'none', got {mode!r}")
     params = [model.feat, model.offsets, model.log_scaling]
     mlps = [*model.opacity_mlp.parameters(), *model.color_mlp.parameters()]
     mlps += list(model.cov_mlp.parameters())
     opt = torch.optim.Adam(
         [{"params": params, "lr": lr}, {"params": mlps, "lr": lr / 2}]
     )
-    qdl = QuantDistortionLayer(model.D, q0, "fixed").to(model.feat.device).train()
+    qdl = QuantDistortionLayer(model.D, q0, mode).to(model.feat.device).train()
     for it in range(steps):
         i = int(torch.randint(len(train.cams), (1,), generator=generator))
         f, _ = qdl(model.features(watermark=False), generator)
@@ -215,6 +219,19 @@ def compress(
     if pos_grid is not None:
         x = quantize_uniform(x, pos_grid)
     return f, x
+
+
+@torch.no_grad()
+def quantize_offsets(model: ScaffoldScene, step: float) -> ScaffoldScene:
+    """A copy of ``model`` whose child offsets (A, K, 3) are rounded to ``step``, as
+    HAC also quantizes offsets (the official code simulates it with U(−½,½)·0.2
+    noise); pass the copy to :func:`compress` and :func:`evaluate` for the harsher
+    codec."""
+    if not (isinstance(step, (int, float)) and math.isfinite(step) and step > 0):
+        raise ValueError(f"step must be a finite number > 0, got {step!r}")
+    out = copy.deepcopy(model)
+    out.offsets.copy_(quantize_uniform(out.offsets, step))
+    return out
 
 
 @torch.no_grad()
