@@ -135,7 +135,11 @@ def test_models_shapes_and_frozen_backbone():
     assert [a.shape for a in out["maps"]] == [(5, 5, 16), (5, 4, 16), (5, 3, 16)]
     assert [c.shape for c in out["coarse"]] == [(5, 3, 16), (5, 3, 16)]
     vpt = I.VPTDeep(vit, 3, 2)
-    assert vpt(x)["regions"].shape == (5, (3 - 1) * 2, 16)  # last block: no region
+    assert vpt.eval()(x)["regions"].shape == (
+        5,
+        (3 - 1) * 2,
+        16,
+    )  # last block: no region
     before = [p.clone() for p in vit.parameters()]
     I.train(ivpt, x, y, 2, batch=4)
     I.train(vpt, x, y, 2, batch=4)
@@ -233,3 +237,51 @@ def test_pretrain_leaves_a_frozen_backbone_without_gradients():
     assert all(not p.requires_grad and p.grad is None for p in vit.parameters())
     with pytest.raises(ValueError):
         I.pretrain(vit, x, x[:, :, :8], 2, batch=8)
+
+
+def test_affine_inverse_and_equivariance_loss():
+    g = torch.Generator().manual_seed(6)
+    th = I.random_affine(4, degrees=30.0, translate=0.1, scale=(0.8, 1.2), generator=g)
+    assert th.shape == (4, 2, 3)
+    both = I.invert_affine(I.invert_affine(th))
+    assert torch.allclose(both, th, atol=1e-5)
+    ident = torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]).expand(4, 2, 3)
+    A = torch.softmax(torch.randn(4, 3, 36, generator=g), 1)
+    assert torch.allclose(I.warp(A.view(4, 3, 6, 6), ident).view(4, 3, 36), A)
+    # maps that move with the image (here: no move at all) cost nothing
+    assert I.equivariance_loss([A], [A], ident, 6).abs() < 1e-6
+    shuffled = A[:, :, torch.randperm(36, generator=g)]
+    assert I.equivariance_loss([A], [shuffled], ident, 6) > 0.05
+    with pytest.raises(ValueError):
+        I.random_affine(0)
+
+
+def test_feature_standardisation_and_part_losses():
+    vit, x = _small()
+    ivpt = I.IVPT(vit, 3, (5, 4, 3))
+    ivpt.fit_feature_stats(x)
+    assert (ivpt.f_std > 0).all()
+    h, inputs, _ = vit(x)
+    e = (h[:, 1:] - ivpt.f_mean[-1]) / ivpt.f_std[-1]
+    assert e.flatten(0, 1).mean(0).abs().max() < 1e-4  # centred over the patches
+    out = ivpt.train()(x)
+    for kind in ("original", "tanh"):
+        losses = I.part_losses(out, vit.grid, kind)
+        assert set(losses) == {"presence", "entropy", "tv", "orth", "consistency"}
+        assert all(torch.isfinite(v) for v in losses.values())
+    with pytest.raises(ValueError):
+        I.part_losses(out, vit.grid, "other")
+
+
+def test_train_gives_prototypes_the_slow_rate():
+    vit, x = _small()
+    y = torch.tensor([0, 1, 2, 0, 1])
+    ivpt = I.IVPT(vit, 3, (5, 4, 3))
+    p0 = [p.detach().clone() for p in ivpt.protos]
+    h0 = ivpt.head.weight.detach().clone()
+    I.train(ivpt, x, y, 3, batch=4, lr=1e-2, clip=None)
+    dp = max((p - q).abs().max() for p, q in zip(ivpt.protos, p0))
+    dh = (ivpt.head.weight - h0).abs().max()
+    assert 0 < dp < dh  # Adam moves each weight by about its rate per step
+    with pytest.raises(ValueError):
+        I.train(ivpt, x, y, 1, batch=4, lr=0.0)

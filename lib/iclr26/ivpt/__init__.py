@@ -2,8 +2,9 @@
 
 Submodules: ``data`` (part-birds with part masks), ``vit`` (a tiny ViT that takes prompt
 tokens, and its masked-patch pretraining), ``method`` (concept maps, region features,
-cross-layer grouping, IVPT, VPT-Deep, training), ``metrics`` (part consistency read the
-same way for every unit, k-means, NMI/ARI).
+cross-layer grouping, IVPT, VPT-Deep), ``training`` (the losses, equivariance included,
+and the optimiser), ``metrics`` (part consistency read the same way for every unit,
+k-means, NMI/ARI), ``experiment`` and ``calibration`` (the chapter's runs).
 """
 
 from .data import (
@@ -16,16 +17,13 @@ from .data import (
 )
 from .method import (
     IVPT,
-    LOSS_WEIGHTS,
     CrossLayerGrouping,
     LinearProbe,
     VPTDeep,
     concept_maps,
     evaluate,
-    part_losses,
     region_features,
     rollout_to_cls,
-    train,
 )
 from .metrics import (
     check_concept_maps,
@@ -34,6 +32,17 @@ from .metrics import (
     part_consistency,
     part_frequency,
     region_parts,
+)
+from .training import (
+    EQUIV_AFFINE,
+    LOSS_WEIGHTS,
+    PROTO_LR_FACTOR,
+    equivariance_loss,
+    invert_affine,
+    part_losses,
+    random_affine,
+    train,
+    warp,
 )
 from .vit import Block, TinyViT, pretrain
 
@@ -45,6 +54,12 @@ __all__ = [
     "make_part_birds",
     "patch_parts",
     "LOSS_WEIGHTS",
+    "PROTO_LR_FACTOR",
+    "EQUIV_AFFINE",
+    "equivariance_loss",
+    "random_affine",
+    "invert_affine",
+    "warp",
     "IVPT",
     "rollout_to_cls",
     "CrossLayerGrouping",

@@ -10,8 +10,9 @@ import numpy as np
 import torch
 
 from .data import class_table, make_part_birds, patch_parts
-from .method import IVPT, LinearProbe, VPTDeep, concept_maps, evaluate, train
+from .method import IVPT, LinearProbe, VPTDeep, concept_maps, evaluate
 from .metrics import kmeans, part_consistency
+from .training import LOSS_WEIGHTS, train
 from .vit import TinyViT, pretrain
 
 FOREGROUND = slice(1, 5)  # part channels head, body, wing, tail (0 is background)
@@ -43,8 +44,15 @@ def make_data(cfg, seed: int, device) -> SimpleNamespace:
         n_colours=cfg.n_colours,
     )
     classes = class_table(cfg.n_classes, cfg.n_colours, rng)
+    # the training images: the first n_train tune the models, the last n_val are the
+    # validation split on which learning rates are chosen (never the test split)
     xtr, ytr, _ = make_part_birds(
-        cfg.n_train, classes, rng, cfg.size, cfg.jitter, n_colours=cfg.n_colours
+        cfg.n_train + cfg.n_val,
+        classes,
+        rng,
+        cfg.size,
+        cfg.jitter,
+        n_colours=cfg.n_colours,
     )
     xte, yte, mte = make_part_birds(
         cfg.n_test, classes, rng, cfg.size, cfg.jitter, n_colours=cfg.n_colours
@@ -54,8 +62,10 @@ def make_data(cfg, seed: int, device) -> SimpleNamespace:
     return SimpleNamespace(
         pre=t(pre),
         pre2=t(pre2),
-        xtr=t(xtr),
-        ytr=t(ytr),
+        xtr=t(xtr[: cfg.n_train]),
+        ytr=t(ytr[: cfg.n_train]),
+        xval=t(xtr[cfg.n_train :]),
+        yval=t(ytr[cfg.n_train :]),
         xte=t(xte),
         yte=t(yte),
         mask_te=mte,
@@ -96,18 +106,39 @@ def run(
     seed: int,
     device="cpu",
     models=("probe", "vpt", "ivpt", "ivpt_last", "ivpt_ce", "kmeans"),
+    cache: dict | None = None,
 ) -> dict:
     """Pretrain, tune each model, measure accuracy and part consistency. Returns a dict
-    name -> dict(acc, consistency, purity, ...), plus the trained models under
-    ``"_models"`` and the data under ``"_data"``."""
+    name -> dict(acc, val_acc, consistency, purity, ...), plus the trained models under
+    ``"_models"`` and the data under ``"_data"``.
+
+    Learning rates: ``cfg.lr_vpt`` for the probe and VPT-Deep, ``cfg.lr_ivpt`` for the
+    IVPT models (each chosen on the validation split, see ``calibration``).
+    ``cache``: a dict that keeps pretrained backbones across calls (keyed by the
+    seed and the settings pretraining depends on), so calibration rows that change
+    only the tuning stage share one backbone; the notebook passes none.
+    """
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     t0 = time.process_time()
     data = make_data(cfg, seed, device)
     vit = TinyViT(cfg.size, cfg.patch, cfg.d, cfg.depth, cfg.heads).to(device)
-    pre_losses = pretrain(
-        vit, data.pre, data.pre2, cfg.pre_steps, cfg.pre_batch, generator=g
-    )
+    key = (seed, cfg.size, cfg.jitter, cfg.n_pre, cfg.pre_steps, cfg.pre_batch)
+    if cache is not None and key in cache:
+        vit.load_state_dict(cache[key][0])
+        vit.requires_grad_(False)
+        g.set_state(cache[key][1])
+        pre_losses = cache[key][2]
+    else:
+        pre_losses = pretrain(
+            vit, data.pre, data.pre2, cfg.pre_steps, cfg.pre_batch, generator=g
+        )
+        if cache is not None:
+            cache[key] = (
+                {k: v.clone() for k, v in vit.state_dict().items()},
+                g.get_state(),
+                pre_losses,
+            )
     res, built = {"_pre_losses": pre_losses}, {}
     cpu = {"pretrain": time.process_time() - t0}
     makers = dict(
@@ -122,20 +153,34 @@ def run(
             continue
         torch.manual_seed(seed + 1)  # every model starts from the same draw
         model = makers[name]().to(device)
-        w = (
-            {k: 0.0 for k in ("presence", "entropy", "tv", "orth", "consistency")}
-            if name == "ivpt_ce"
-            else None
+        w = {k: 0.0 for k in LOSS_WEIGHTS} if name == "ivpt_ce" else None
+        if w is None and not getattr(cfg, "equivariance", True):  # an ablation
+            w = {**LOSS_WEIGHTS, "equivariance": 0.0}
+        lr = cfg.lr_vpt if name in ("probe", "vpt") else cfg.lr_ivpt
+        train(
+            model,
+            data.xtr,
+            data.ytr,
+            cfg.steps,
+            cfg.batch,
+            lr,
+            w,
+            generator=g,
+            standardise=getattr(cfg, "standardise", True),
         )
-        train(model, data.xtr, data.ytr, cfg.steps, cfg.batch, cfg.lr, w, generator=g)
         acc, outs = evaluate(model, data.xte, data.yte)
-        r = dict(acc=acc)
+        r = dict(acc=acc, val_acc=evaluate(model, data.xval, data.yval)[0])
         if name != "probe":
             key = "vpt" if name == "vpt" else "ivpt"
             r.update(readout(unit_scores(key, outs), data.parts, cfg))
             if key == "ivpt":  # the final layer's prototypes alone
-                fin = torch.cat([o["logmaps"][-1][:, :-1] for o in outs], 0)
-                r.update(readout(fin, data.parts, cfg, prefix="final_"))
+                fin = torch.cat([o["logmaps"][-1] for o in outs], 0)
+                r.update(readout(fin[:, :-1], data.parts, cfg, prefix="final_"))
+                # a collapsed map gives one slot (often the background) every patch
+                own = fin.argmax(1).flatten()
+                r["max_share"] = own.bincount(
+                    minlength=fin.shape[1]
+                ).max().item() / len(own)
         res[name], built[name] = r, model
         cpu[name] = time.process_time() - t0 - sum(cpu.values())
         res["_outs_" + name] = outs
@@ -174,12 +219,14 @@ CI = dict(
     jitter=1.0,
     n_pre=3000,
     pre_steps=300,
-    n_train=2000,
+    n_train=1600,
+    n_val=400,
     n_test=500,
     batch=64,
     pre_batch=128,
     steps=200,
-    lr=3e-2,
+    lr_vpt=3e-2,
+    lr_ivpt=3e-2,
     n_prompts=4,
     n_pro=(9, 7, 5),
     m=4,

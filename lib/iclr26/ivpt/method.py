@@ -11,9 +11,8 @@ IVPT (after the official ``models/individual_landmark_vit.py``, re-written):
   map (:class:`CrossLayerGrouping`), normed and projected into the layer's **prompts**;
 * the final layer's prototypes pool **part features** that a shared linear classifier
   scores (the mean over parts is the logit);
-* part-discovery losses on the final maps (presence, entropy, total variation,
-  orthogonality of part features) and the **cross-layer consistency** KL between each
-  prompted layer's grouped maps and the final maps.
+* the part-discovery, cross-layer consistency and equivariance losses and the
+  optimiser are in :mod:`iclr26.ivpt.training`.
 
 VPT-Deep: free prompt tokens per layer, a linear head on the CLS token; the "region" of
 a prompt is the attention the patches pay it, weighted by how much each patch reaches
@@ -157,6 +156,32 @@ class IVPT(nn.Module):
         self.modulation = nn.LayerNorm([d, K + 1])
         self.head = nn.Linear(d, n_classes, bias=False)
         nn.init.trunc_normal_(self.head.weight, std=0.02)
+        # a fixed standardisation of the frozen features each prototype layer sees
+        # (identity until :meth:`fit_feature_stats`)
+        self.register_buffer("f_mean", torch.zeros(len(self.n_pro), d))
+        self.register_buffer("f_std", torch.ones(len(self.n_pro), d))
+
+    @torch.no_grad()
+    def fit_feature_stats(self, images: torch.Tensor, batch: int = 256) -> None:
+        """Set the per-dimension mean and std of the frozen (normed) patch features at
+        every prototype layer, over ``images`` [n, 3, H, W] (training images, no
+        labels; the backbone without prompts). The tiny backbone's patch tokens share
+        a large common vector (their spread across patches is a few percent of their
+        norm), so without this the squared distances barely tell patches apart and
+        one prototype takes every patch; DINOv2's tokens do not need it."""
+        stats = []
+        for s in range(0, len(images), batch):
+            h, inputs, _ = self.vit(images[s : s + batch])
+            taps = [inputs[i] for i in self.layers]
+            stats.append(
+                torch.stack([self.vit.norm(t)[:, 1:] for t in taps] + [h[:, 1:]])
+            )
+        e = torch.cat(stats, 1).flatten(1, 2)  # [L, n * N, D]
+        self.f_mean.copy_(e.mean(1))
+        self.f_std.copy_(e.std(1).clamp_min(1e-6))
+
+    def _std(self, j: int, e: torch.Tensor) -> torch.Tensor:
+        return (e - self.f_mean[j]) / self.f_std[j]
 
     def forward(self, x: torch.Tensor) -> dict:
         """images [B, 3, H, W] -> dict(logits [B, C], maps: list of [B, K_l, N] per
@@ -170,9 +195,8 @@ class IVPT(nn.Module):
             if i in self.layers:
                 j = self.layers.index(i)
                 block_in[i] = h
-                e = vit.norm(h.detach())[
-                    :, 1:
-                ]  # frozen features seen by the prototypes
+                # the frozen features seen by the prototypes
+                e = self._std(j, vit.norm(h.detach())[:, 1:])
                 A = concept_maps(e, self.protos[j], self.bias[j])
                 feats, _ = region_features(A.detach(), e)
                 pc, cm, _ = self.group[j](feats[:, :-1], A)
@@ -184,16 +208,20 @@ class IVPT(nn.Module):
             else:
                 h, att = blk(h)
             atts.append(att)
-        e = vit.norm(h)[:, 1:]
+        e = self._std(-1, vit.norm(h)[:, 1:])
         A = concept_maps(e.detach(), self.protos[-1], self.bias[-1])
         maps.append(A)
         logmaps = (
             None
             if self.training
             else [  # for reading regions, at evaluation
-                concept_maps(vit.norm(inp.detach())[:, 1:], q, b, log=True)
-                for inp, q, b in zip(
-                    [block_in[i] for i in self.layers] + [h], self.protos, self.bias
+                concept_maps(
+                    self._std(j, vit.norm(inp.detach())[:, 1:]), q, b, log=True
+                )
+                for j, (inp, q, b) in enumerate(
+                    zip(
+                        [block_in[i] for i in self.layers] + [h], self.protos, self.bias
+                    )
                 )
             ]
         )
@@ -208,41 +236,6 @@ class IVPT(nn.Module):
             parts=parts[:, :-1],
             atts=atts,
         )
-
-
-def part_losses(out: dict, grid: int) -> dict:
-    """The part-discovery and cross-layer losses on an IVPT output (scalars)."""
-    A = out["maps"][-1]  # [B, K + 1, N]
-    B, K1, N = A.shape
-    Am = A.view(B, K1, grid, grid)
-    presence = (1 - A[:, :-1].amax(-1)).mean()  # every part somewhere in every image
-    border = torch.cat(
-        [Am[:, -1, 0], Am[:, -1, -1], Am[:, -1, :, 0], Am[:, -1, :, -1]], 1
-    )
-    bg_presence = (1 - border.amax(-1)).mean()  # the background slot on the border
-    entropy = -(A * torch.log(A + 1e-8)).sum(1).mean()
-    tv = (Am[..., 1:, :] - Am[..., :-1, :]).abs().mean() + (
-        Am[..., :, 1:] - Am[..., :, :-1]
-    ).abs().mean()
-    f = F.normalize(out["parts"], dim=-1)
-    gram = f @ f.transpose(1, 2)
-    orth = (gram - torch.diag_embed(torch.diagonal(gram, dim1=1, dim2=2))).pow(2).mean()
-    target = A.detach() + 1e-8
-    cons = (
-        sum(
-            ((target * (target / (c + 1e-8)).log()).sum(1).mean())
-            for c in out["coarse"]
-        )
-        if out["coarse"]
-        else A.new_zeros(())
-    )
-    return dict(
-        presence=presence + bg_presence,
-        entropy=entropy,
-        tv=tv,
-        orth=orth,
-        consistency=cons,
-    )
 
 
 def rollout_to_cls(atts: list[torch.Tensor], T: int) -> torch.Tensor:
@@ -287,17 +280,21 @@ class VPTDeep(nn.Module):
         self.head = nn.Linear(d, n_classes)
 
     def forward(self, x: torch.Tensor) -> dict:
-        """images -> dict(logits [B, C], atts, regions [B, (L - 1) * P, N])."""
+        """images -> dict(logits [B, C], atts, regions [B, (L - 1) * P, N]; regions
+        only in eval mode, where they are read)."""
         B = len(x)
         prompts = [p.expand(B, -1, -1) for p in self.prompts]
         h, _, atts = self.vit(x, prompts)
+        logits = self.head(h[:, 0])
+        if self.training:  # the loss never reads the regions
+            return dict(logits=logits, atts=atts)
         T = h.shape[1]
         rho = rollout_to_cls(atts, T)  # [B, L, N]
         cols = [
             a.mean(1)[:, 1:T, T:].transpose(1, 2) * rho[:, l, None]  # [B, P, N]
             for l, a in enumerate(atts[:-1])
         ]
-        return dict(logits=self.head(h[:, 0]), atts=atts, regions=torch.cat(cols, 1))
+        return dict(logits=logits, atts=atts, regions=torch.cat(cols, 1))
 
 
 class LinearProbe(nn.Module):
@@ -310,52 +307,6 @@ class LinearProbe(nn.Module):
     def forward(self, x: torch.Tensor) -> dict:
         h, _, atts = self.vit(x)
         return dict(logits=self.head(h[:, 0]), atts=atts)
-
-
-LOSS_WEIGHTS = dict(presence=1.0, entropy=1.0, tv=1.0, orth=1.0, consistency=1.0)
-
-
-def train(
-    model: nn.Module,
-    images: torch.Tensor,
-    labels: torch.Tensor,
-    steps: int,
-    batch: int = 64,
-    lr: float = 3e-3,
-    weights: dict | None = None,
-    generator: torch.Generator | None = None,
-) -> list[float]:
-    """Adam on the trainable parameters (the backbone stays frozen); returns losses.
-
-    For an :class:`IVPT` the part losses are added with ``weights`` (default
-    ``LOSS_WEIGHTS``; pass zeros to ablate).
-    """
-    if len(images) != len(labels):
-        raise ValueError("images and labels differ in length")
-    w = LOSS_WEIGHTS if weights is None else weights
-    params = [p for n, p in model.named_parameters() if not n.startswith("vit.")]
-    opt = torch.optim.Adam(params, lr=lr)
-    sched = torch.optim.lr_scheduler.OneCycleLR(
-        opt, lr, total_steps=steps, pct_start=0.1
-    )
-    losses = []
-    model.train()
-    for _ in range(steps):
-        idx = torch.randint(len(images), (batch,), generator=generator).to(
-            images.device
-        )
-        out = model(images[idx])
-        loss = F.cross_entropy(out["logits"], labels[idx])
-        if isinstance(model, IVPT):
-            parts = part_losses(out, model.vit.grid)
-            loss = loss + sum(w[k] * v for k, v in parts.items())
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    model.eval()
-    return losses
 
 
 @torch.no_grad()
