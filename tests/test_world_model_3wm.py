@@ -225,10 +225,6 @@ def test_chain_rule_any_order():
 
 
 def test_stereo_pair_geometry():
-    import importlib.util
-
-    if importlib.util.find_spec("skimage") is None:
-        pytest.skip("scikit-image (its wheel holds the stereo pair) is not installed")
     d = wm3.load_stereo_motorcycle(4)
     assert (
         d["left"].shape == d["right"].shape and d["disp"].shape == d["left"].shape[1:]

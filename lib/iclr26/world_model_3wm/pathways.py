@@ -275,38 +275,18 @@ __all__ = [
 ]
 
 
-def skimage_data_dir():
-    """The data folder inside the installed scikit-image package, found without
-    importing scikit-image (``pip install --no-deps scikit-image`` is enough)."""
-    import importlib.util
-    from pathlib import Path
-
-    spec = importlib.util.find_spec("skimage")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError(
-            "the stereo pair ships inside scikit-image's wheel: "
-            "pip install --no-deps scikit-image"
-        )
-    return Path(list(spec.submodule_search_locations)[0]) / "data"
-
-
 def load_stereo_motorcycle(downscale: int = 2) -> dict:
-    """scikit-image's bundled Middlebury 2014 "motorcycle" pair (the files behind
-    ``skimage.data.stereo_motorcycle``, read directly: no download, no import), as
+    """scikit-image's bundled Middlebury 2014 "motorcycle" pair
+    (``skimage.data.stereo_motorcycle``: the files ship in its wheel, no download), as
     tensors, block-averaged by ``downscale``: ``left``, ``right`` (3, H, W) in [0, 1],
     ``disp`` (H, W) left-view disparity in pixels (NaN unknown; a block with any
     unknown pixel is unknown), and the calibration ``f``, ``baseline`` (mm),
     ``doffs`` from scikit-image's docstring, scaled to the downscaled images."""
-    import numpy as np
-    from PIL import Image
+    from skimage.data import stereo_motorcycle  # the chapter's only use of it
 
     if not isinstance(downscale, int) or downscale < 1:
         raise ValueError(f"downscale must be an int >= 1, got {downscale!r}")
-    folder = skimage_data_dir()
-    left = np.asarray(Image.open(folder / "motorcycle_left.png").convert("RGB"))
-    right = np.asarray(Image.open(folder / "motorcycle_right.png").convert("RGB"))
-    with np.load(folder / "motorcycle_disp.npz") as data:
-        disp = data["arr_0"]
+    left, right, disp = stereo_motorcycle()
     s = downscale
     H, W = (left.shape[0] // s) * s, (left.shape[1] // s) * s
 
