@@ -243,3 +243,35 @@ def test_exercise_check():
     wrong = lambda u, t, f: f * t / u.abs()
     assert check(wrong).status == "wrong"
     assert check(lambda u, t, f: f / u.abs()).status == "wrong"
+
+
+@pytest.fixture(scope="module")
+def tiny_wm():
+    train = wm3.make_tabletop_batch(96, 16, seed=11)
+    return wm3.fit_world_model(train, n_codes=16, d=16, L=1, steps=2, batch=8), train
+
+
+def test_depth_pathways_without_the_image(tiny_wm, batch):
+    wm, train = tiny_wm
+    cam = {k: v[batch["kind"] == 0][:8] for k, v in batch.items()}
+    for image in ("own", "none", "other"):
+        z = wm3.pathway_depth(wm, cam, image)
+        assert z.shape == (8, 16) and (z > 0).all() and torch.isfinite(z).all()
+    with pytest.raises(ValueError, match="image must be"):
+        wm3.pathway_depth(wm, cam, "shuffled")
+    # the no-model rule: with a prior equal to the true per-patch depth it is the
+    # quantized true flow, i.e. the flow bins' floor
+    gt = wm3.patch_depth(cam["depth"], wm.P)
+    floor = wm3.depth_from_true_flow_tokens(wm, cam)
+    assert floor.shape == gt.shape and wm3.abs_rel(floor, gt).mean() < 0.2
+    z_prior = wm3.depth_from_prior_flow(wm, cam, wm3.layout_prior(train, wm.P))
+    assert z_prior.shape == gt.shape and (z_prior > 0).all()
+
+
+def test_flow_range_is_a_parameter():
+    train = wm3.make_tabletop_batch(32, 16, seed=12)
+    wm = wm3.fit_world_model(
+        train, n_codes=8, d=16, L=1, steps=1, batch=4, flow_bins=65, flow_lim=16.0
+    )
+    assert wm.fq.n == 65 and wm.fq.lim == 16.0 and wm.layout.nf == 65
+    assert wm.fq.step == 0.5

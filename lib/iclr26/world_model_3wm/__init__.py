@@ -7,7 +7,15 @@ pointer-content GPT trained in random order. ``pathways``: the tasks.
 """
 
 # ruff: noqa: F401 -- the package re-exports its modules' names
-from .calibration import GRID, RESULTS, SETTINGS, calibration_cell, calibration_table
+from .calibration import (
+    DEPTH_ABLATION,
+    GRID,
+    RESULTS,
+    SETTINGS,
+    calibration_cell,
+    calibration_table,
+    depth_ablation_table,
+)
 from .geometry import (
     abs_rel,
     block_matching_flow,
@@ -27,6 +35,8 @@ from .model import PointerContentGPT, group_orders, random_orders, raster_orders
 from .pathways import (
     WorldModel,
     colour_centroid,
+    depth_from_prior_flow,
+    depth_from_true_flow_tokens,
     evaluate,
     fit_world_model,
     layout_prior,

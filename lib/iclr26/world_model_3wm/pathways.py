@@ -94,15 +94,19 @@ def fit_world_model(
     features: bool = True,
     device: torch.device | str = "cpu",
     callback=None,
+    flow_bins: int = 33,
+    flow_lim: float = 8.0,
 ) -> WorldModel:
     """Fit the patch quantizer on both frames of ``train_batch``, tokenize, and train
-    the pointer-content GPT in random (or raster) orders."""
+    the pointer-content GPT in random (or raster) orders. Flow tokens are
+    ``flow_bins`` bins over ``[-flow_lim, flow_lim]`` px: camera flows grow with the
+    frame size (``f = H``), so a larger frame needs a larger ``flow_lim``."""
     H = train_batch["rgb0"].shape[-1]
     torch.manual_seed(seed)
     pq = PatchQuantizer(n_codes, P, seed).fit(
         torch.cat([train_batch["rgb0"], train_batch["rgb1"]])
     )
-    fq, cq = FlowQuantizer(), CameraQuantizer()
+    fq, cq = FlowQuantizer(flow_bins, flow_lim), CameraQuantizer()
     layout = Layout((H // P) ** 2, n_codes, fq.n, cq.n)
     tokens = tokenize(train_batch, pq, fq, cq, layout)
     feats = value_features(pq, fq, cq) if features else None
@@ -133,12 +137,43 @@ def pathway_nvs(wm: WorldModel, batch: dict, via: str = "flow") -> torch.Tensor:
     return wm.decode_rgb1(out)
 
 
-def pathway_depth(wm: WorldModel, batch: dict) -> torch.Tensor:
+def pathway_depth(wm: WorldModel, batch: dict, image: str = "own") -> torch.Tensor:
     """Per-patch depth (B, N) from RGB0 and the camera: generate the flow tokens,
-    then ``Z = f |t| / |u|`` (``|u|`` clamped at half a flow bin)."""
+    then ``Z = f |t| / |u|`` (``|u|`` clamped at half a flow bin).
+
+    ``image`` says which RGB0 the model is given: ``"own"`` the scene's (the claim);
+    ``"none"`` no RGB0 at all, the camera only (the control that removes the image);
+    ``"other"`` another scene's RGB0 (the batch rolled by one) with this camera."""
     lay = wm.layout
-    out = wm._run(batch, [lay.rgb0(), lay.cam()], lay.flow())
+    if image == "own":
+        out = wm._run(batch, [lay.rgb0(), lay.cam()], lay.flow())
+    elif image == "none":
+        out = wm._run(batch, [lay.cam()], lay.flow())
+    elif image == "other":
+        v = wm.tokens(batch)
+        v[:, lay.rgb0()] = v[:, lay.rgb0()].roll(1, 0)
+        out = wm._run(batch, [lay.rgb0(), lay.cam()], lay.flow(), v)
+    else:
+        raise ValueError(f"image must be own, none or other, got {image!r}")
     u = wm.decode_flow(out)
+    return depth_from_flow(u, batch["cam"][:, None], wm.f, wm.fq.step / 2)
+
+
+def depth_from_prior_flow(
+    wm: WorldModel, batch: dict, prior: torch.Tensor
+) -> torch.Tensor:
+    """The no-model rule: the layout prior's depth ``prior`` (N,) turned into the
+    camera's flow ``u = f t / Z``, put through the model's flow bins, and back to
+    depth. It sees the camera and the training set's layout, never the image. (B, N)."""
+    u = wm.f * batch["cam"][:, None] / prior[None]
+    u = wm.fq.decode(wm.fq.encode(u))
+    return depth_from_flow(u, batch["cam"][:, None], wm.f, wm.fq.step / 2)
+
+
+def depth_from_true_flow_tokens(wm: WorldModel, batch: dict) -> torch.Tensor:
+    """The flow bins' floor: the *true* per-patch flow, quantized to the model's flow
+    tokens and back, then ``Z = f |t| / |u|`` (an oracle, for scale only). (B, N)."""
+    u = wm.fq.decode(wm.fq.encode(patch_mean(batch["flow"], wm.P)))
     return depth_from_flow(u, batch["cam"][:, None], wm.f, wm.fq.step / 2)
 
 
@@ -148,7 +183,7 @@ def pathway_depth_via_rgb(wm: WorldModel, batch: dict, rgb1=None) -> torch.Tenso
     frames instead (e.g. the true ones, to test the estimator). (B, N)."""
     if rgb1 is None:
         rgb1 = pathway_nvs(wm, batch, "cam")
-    u = block_matching_flow(batch["rgb0"], rgb1, wm.P)
+    u = block_matching_flow(batch["rgb0"], rgb1, wm.P, lim=wm.fq.lim)
     return depth_from_flow(u, batch["cam"][:, None], wm.f, wm.fq.step / 2)
 
 
@@ -232,7 +267,17 @@ def evaluate(wm: WorldModel, test: dict, prior: torch.Tensor, seed: int = 0) -> 
     obj = {k: v[test["kind"] == 1] for k, v in test.items()}
     gt = patch_depth(cam["depth"], wm.P)
     r = {}
-    r["depth_flow"] = abs_rel(pathway_depth(wm, cam), gt).mean().item()
+    z_flow = pathway_depth(wm, cam)
+    r["depth_flow"] = abs_rel(z_flow, gt).mean().item()
+    r["depth_flow_metric"] = abs_rel(z_flow, gt, median_align=False).mean().item()
+    r["depth_cam_only"] = abs_rel(pathway_depth(wm, cam, "none"), gt).mean().item()
+    r["depth_other_rgb"] = abs_rel(pathway_depth(wm, cam, "other"), gt).mean().item()
+    r["depth_prior_flow"] = (
+        abs_rel(depth_from_prior_flow(wm, cam, prior), gt).mean().item()
+    )
+    r["depth_true_tokens"] = (
+        abs_rel(depth_from_true_flow_tokens(wm, cam), gt).mean().item()
+    )
     rgb_cam = pathway_nvs(wm, cam, "cam")
     r["depth_rgb"] = abs_rel(pathway_depth_via_rgb(wm, cam, rgb_cam), gt).mean().item()
     r["depth_rgb_true"] = (
@@ -260,6 +305,8 @@ def evaluate(wm: WorldModel, test: dict, prior: torch.Tensor, seed: int = 0) -> 
 __all__ = [
     "WorldModel",
     "colour_centroid",
+    "depth_from_prior_flow",
+    "depth_from_true_flow_tokens",
     "evaluate",
     "fit_world_model",
     "layout_prior",
