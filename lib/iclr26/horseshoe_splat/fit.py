@@ -126,7 +126,8 @@ def fit_splats(
     fit = SplatFit(g, scales, noise_raw)
     opt = torch.optim.Adam(groups)
     n_obs = sum(img.numel() for img in images)  # N_obs: every pixel channel
-    views = torch.randint(len(cameras), (steps,), generator=gen).tolist()
+    on = gen.device if gen is not None else like.device  # a generator's own device
+    views = torch.randint(len(cameras), (steps,), generator=gen, device=on).tolist()
     for k in views:  # one training view per step
         if scales is None:
             draws = [g.log_scales]
