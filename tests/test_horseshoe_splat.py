@@ -183,6 +183,32 @@ def test_scale_posterior_shapes_gradients_and_errors():
         q.sample(0)
 
 
+def test_ancestral_sampler_matches_the_augmented_scale_mixture():
+    """s = β + σ τ λ ε with λ² ~ IG(1, b_λ), τ² ~ IG(a_τ, b_τ): the draws of one
+    weight, against a torch.distributions reference of the same mixture (KS)."""
+    q = hs.ScalePosterior(torch.zeros(10, 3, dtype=F64), "horseshoe", 0.1)
+    with torch.no_grad():
+        q.beta += 0.3
+    m = 40_000
+    s = q.sample(m, generator=gen(3), sampler="ancestral").detach()
+    assert s.shape == (m, 10, 3)
+    z = ((s - q.beta) / q.sigma).detach()[:, 0, 0].abs()  # one weight, m draws
+    torch.manual_seed(0)
+    lam2 = q.b_lam[0, 0] / torch.distributions.Gamma(1.0, 1.0).sample((m,))
+    a, b = q.a_tau[0], q.b_tau[0]
+    tau2 = b / torch.distributions.Gamma(a, torch.ones_like(a)).sample((m,))
+    ref = ((tau2 * lam2).sqrt() * torch.randn(m, dtype=F64)).abs()
+    assert stats.ks_2samp(z.numpy(), ref.numpy()).pvalue > 0.01
+    # the mean-field sampler is unchanged, and the ancestral one needs a horseshoe
+    s0 = q.sample(2, generator=gen(1)).detach()
+    eps = torch.randn((2, 10, 3), generator=gen(1), dtype=F64)
+    assert torch.equal(s0, q.beta.detach() + q.sigma.detach() * eps)
+    with pytest.raises(ValueError, match="horseshoe"):
+        hs.ScalePosterior(torch.zeros(2, 3), "gaussian").sample(2, sampler="ancestral")
+    with pytest.raises(ValueError, match="sampler"):
+        q.sample(2, sampler="paper")
+
+
 def test_kl_gradcheck_float64():
     q = _posterior(n=4)
     beta, rho = q.beta.detach().clone(), q.rho.detach().clone()
@@ -299,3 +325,14 @@ def test_check_exercise_grades_the_three_answers():
     unnormalised = lambda err, unc: hs.ause(err, unc) * float(err.mean())
     verdict = hs.check_ause(unnormalised)
     assert verdict.status == "wrong" and "normalisation" in verdict
+
+
+def test_calibration_runs_the_notebooks_own_cells():
+    from iclr26.horseshoe_splat import calibration as cal
+
+    cells = cal.code_cells()
+    assert any("SCALE = " in c and "SEED = " in c for c in cells)
+    assert any(cal.DEFAULT_SCENE in c for c in cells)  # the scene override's hook
+    assert not any("widgets.interact" in c for c in cells)  # skip-execution left out
+    names = [n for n, _, _ in cal.GRID]
+    assert len(names) == len(set(names)) and names[0] == "ci"

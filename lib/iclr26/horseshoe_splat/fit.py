@@ -167,6 +167,7 @@ def mc_render(
     *,
     background: Tensor | None = None,
     generator: torch.Generator | None = None,
+    sampler: str = "mean-field",
 ) -> tuple[Tensor, Tensor]:
     """Monte Carlo predictive of a view: mean and variance of the rendered colour.
 
@@ -174,14 +175,15 @@ def mc_render(
     Ī = (1/M) Σ_m I⁽ᵐ⁾ and the (unbiased) sample variance
     (1/(M − 1)) Σ_m (I⁽ᵐ⁾ − Ī)², each (H, W, C). The observation noise σ_y² is *not*
     added (add it for the predictive density of y). The deterministic fit has no
-    draws: its mean is its render and its variance 0.
+    draws: its mean is its render and its variance 0. ``sampler``: see
+    :meth:`ScalePosterior.sample` ("ancestral" is the paper's test-time sampler).
     """
     if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
         raise ValueError(f"samples must be an int >= 2, got {samples!r}")
     if fit.scales is None:
         img = sp.render(fit.gaussians, camera, background=background).color
         return img, torch.zeros_like(img)
-    draws = fit.scales.sample(samples, generator=generator)
+    draws = fit.scales.sample(samples, generator=generator, sampler=sampler)
     imgs = torch.stack(
         [
             sp.render(fit.with_log_scales(s), camera, background=background).color
@@ -255,6 +257,7 @@ def predict_views(
     *,
     background: Tensor | None = None,
     generator: torch.Generator | None = None,
+    sampler: str = "mean-field",
 ) -> Predictions:
     """Ground truth, MC predictive mean and variance, hit and seen masks of V views
     (the ground truth in the fit's dtype)."""
@@ -264,7 +267,12 @@ def predict_views(
     ys, means, vars_, hits, seens = [], [], [], [], []
     for cam in cameras:  # a handful of held-out views
         mean, var = mc_render(
-            fit, cam, samples, background=background, generator=generator
+            fit,
+            cam,
+            samples,
+            background=background,
+            generator=generator,
+            sampler=sampler,
         )
         hit, seen = seen_mask(scene, cam, train_cameras)
         ys.append(scene.render(cam).color.to(like))

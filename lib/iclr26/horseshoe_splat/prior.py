@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 Tensor = torch.Tensor
+SAMPLERS = ("mean-field", "ancestral")
 PRIORS = ("horseshoe", "gaussian", "laplace")
 LOG_2PI = math.log(2 * math.pi)
 
@@ -161,17 +162,38 @@ class ScalePosterior:
         """The tensors trained by gradients: [beta, rho]."""
         return [self.beta, self.rho]
 
-    def sample(self, m: int = 1, generator: torch.Generator | None = None) -> Tensor:
-        """m reparameterised samples s = β + σ ε, ε ~ N(0, I) → (m, n, d)."""
+    def sample(
+        self,
+        m: int = 1,
+        generator: torch.Generator | None = None,
+        sampler: str = "mean-field",
+    ) -> Tensor:
+        """m samples of the log-scales → (m, n, d).
+
+        ``sampler="mean-field"`` (training and this chapter's predictive): the
+        reparameterised s = β + σ ε, ε ~ N(0, I), from q(s) alone.
+        ``sampler="ancestral"`` (horseshoe only; the paper's test-time sampler as the
+        worked plan describes it): λ² ~ q(λ²), τ² ~ q(τ²), then s = β + σ τ λ ε, so
+        the horseshoe scales multiply the spread (heavy-tailed).
+        """
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ValueError(f"m must be a positive int, got {m!r}")
-        eps = torch.randn(
-            (m, *self.shape),
-            generator=generator,
-            dtype=self.anchor.dtype,
-            device=self.anchor.device,
-        )
-        return self.beta + self.sigma * eps  # s = β + σ ε
+        if sampler not in SAMPLERS:
+            raise ValueError(f"sampler must be one of {SAMPLERS}, got {sampler!r}")
+        like = dict(dtype=self.anchor.dtype, device=self.anchor.device)
+        eps = torch.randn((m, *self.shape), generator=generator, **like)
+        if sampler == "mean-field":
+            return self.beta + self.sigma * eps  # s = β + σ ε
+        if self.prior != "horseshoe":
+            raise ValueError("the ancestral sampler needs the horseshoe prior")
+        # λ² ~ IG(1, b_λ): b_λ / E with E ~ Exp(1) = −log U
+        u = torch.rand((m, *self.shape), generator=generator, **like)
+        lam2 = self.b_lam / -torch.log1p(-u)
+        # τ² ~ IG(a_τ, b_τ) with 2 a_τ = n + 1 an integer: b_τ / (χ²_{2a_τ} / 2)
+        k = round(2 * float(self.a_tau[0]))
+        z = torch.randn((m, k, self.shape[1]), generator=generator, **like)
+        tau2 = self.b_tau / (0.5 * (z**2).sum(1, keepdim=True))  # (m, 1, d)
+        return self.beta + self.sigma * (tau2 * lam2).sqrt() * eps  # s = β + στλε
 
     def second_moment(self) -> Tensor:
         """(n, d) E_q[w²] = (β − m)² + σ², the only way q(w) enters the horseshoe."""
