@@ -54,6 +54,8 @@ def run_setting(seed: int, overrides: dict) -> dict:
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # before the notebook's cells: each closes figures
+
     t0 = time.process_time()
     ns: dict = {}
     cells = code_cells()
@@ -71,7 +73,7 @@ def run_setting(seed: int, overrides: dict) -> dict:
                 elif key != "objects":
                     setattr(ns["cfg"], key, v)
             ns["_applied"] = True
-        matplotlib.pyplot.close("all")
+        plt.close("all")
     out = dict(ns["log"].results)
     out["_cpu"] = time.process_time() - t0
     return out
