@@ -285,3 +285,69 @@ def test_train_gives_prototypes_the_slow_rate():
     assert 0 < dp < dh  # Adam moves each weight by about its rate per step
     with pytest.raises(ValueError):
         I.train(ivpt, x, y, 1, batch=4, lr=0.0)
+
+
+def test_batches_do_not_depend_on_the_warps():
+    # every model seeded alike must see the same mini-batches: IVPT's warps draw
+    # from their own stream, so the batch generator advances as VPT-Deep's does
+    vit, x = _small()
+    y = torch.tensor([0, 1, 2, 0, 1])
+    g1 = torch.Generator().manual_seed(5)
+    I.train(I.IVPT(vit, 3, (5, 4, 3)), x, y, 2, batch=4, generator=g1)
+    g2 = torch.Generator().manual_seed(5)
+    I.train(I.VPTDeep(vit, 3, 2), x, y, 2, batch=4, generator=g2)
+    g3 = torch.Generator().manual_seed(5)
+    for _ in range(2):
+        torch.randint(len(x), (4,), generator=g3)
+    assert torch.equal(g1.get_state(), g3.get_state())
+    assert torch.equal(g2.get_state(), g3.get_state())
+
+
+def test_fixed_windows_and_position_only():
+    w = I.fixed_windows(6, 2)
+    assert w.shape == (25, 36)
+    top = w.topk(4, -1).indices
+    assert ((w > 0.5).sum(1) == 4).all()  # each window is 4 patches
+    assert torch.equal(top.sort(-1).values[0], torch.tensor([0, 1, 6, 7]))
+    with pytest.raises(ValueError):
+        I.fixed_windows(6, 7)
+    g = torch.Generator().manual_seed(0)
+    tr = torch.rand(10, 3, 36, generator=g)
+    pos = I.position_only(tr, 4)
+    assert pos.shape == (4, 3, 36)
+    assert torch.allclose(pos[2], tr.mean(0))  # the same in every image
+    # a unit that ignores the image scores the same with its place alone
+    parts = torch.rand(4, 4, 36, generator=g) > 0.5
+    fixed = w[None, :3].expand(4, -1, -1)
+    a = I.part_consistency(fixed, parts, 4)["purity"]
+    b = I.part_consistency(I.position_only(w[None, :3].expand(10, -1, -1), 4), parts, 4)
+    assert a == b["purity"]
+
+
+def test_kmeans_draws_on_the_cpu_generator_for_any_device():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(40, 3, generator=g, dtype=torch.float64)
+    c1 = I.kmeans(x, 3, generator=torch.Generator().manual_seed(1))
+    c2 = I.kmeans(x, 3, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(c1, c2)  # seeded: the same centres
+
+
+@pytest.mark.parametrize("kind", ["lr", "grid"])
+def test_chapter_shows_the_committed_calibration_tables(kind):
+    # the chapter's calibration tables are rendered from the committed JSONL files
+    # (python -m iclr26.ivpt.calibration table ...), not typed by hand
+    import json
+    from pathlib import Path
+
+    from iclr26.ivpt import calibration
+
+    root = Path(__file__).resolve().parents[1]
+    path = root / "results" / "calibration" / f"14-ivpt-{kind}.jsonl"
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["mode"] == kind and len(header["library"]) == 64
+    nb = json.loads((root / "notebooks" / "14-ivpt.ipynb").read_text())
+    prose = "\n".join(
+        "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"
+    )
+    for line in calibration.table(path).splitlines():
+        assert line in prose, f"the chapter lacks this row of {path.name}: {line}"

@@ -27,10 +27,12 @@ from .method import (
 )
 from .metrics import (
     check_concept_maps,
+    fixed_windows,
     kmeans,
     nmi_ari,
     part_consistency,
     part_frequency,
+    position_only,
     region_parts,
 )
 from .training import (
@@ -71,8 +73,10 @@ __all__ = [
     "region_features",
     "train",
     "check_concept_maps",
+    "fixed_windows",
     "kmeans",
     "nmi_ari",
+    "position_only",
     "part_consistency",
     "part_frequency",
     "region_parts",

@@ -9,7 +9,14 @@ wrote, it does not re-run them (they take several CPU minutes).
   at a time around the ``ci`` preset), to fix which claims are asserted and their
   thresholds before the seed sweep.
 
-``python -m iclr26.ivpt.calibration lr out.jsonl`` or ``... grid out.jsonl [names]``.
+Each script appends JSON lines to a file; its first line records the library's hash
+(as the seed sweep computes it) and the settings, so a committed table can be traced to
+the code that made it. ``table`` renders a file as the chapter's markdown table::
+
+    cd results/calibration
+    python -m iclr26.ivpt.calibration lr 14-ivpt-lr.jsonl [seed ...]
+    python -m iclr26.ivpt.calibration grid 14-ivpt-grid.jsonl [setting ...]
+    python -m iclr26.ivpt.calibration table 14-ivpt-lr.jsonl
 """
 
 from __future__ import annotations
@@ -17,17 +24,21 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 from . import experiment as E
 
-LR_GRID = (3e-3, 1e-2, 3e-2)
+LR_GRID = (3e-3, 1e-2, 3e-2, 1e-1, 3e-1)
 LR_SEEDS = (101, 102, 103)  # not the sweep's seeds (0, 1000, ..., 4000)
+GRID_SEED = 101  # the grid, too, runs outside the sweep
 
 GRID = [
     ("base", {}),
     ("jitter 0.5", dict(jitter=0.5)),
     ("jitter 1.5", dict(jitter=1.5)),
+    ("jitter 2", dict(jitter=2.0)),
+    ("jitter 3", dict(jitter=3.0)),
     ("8 classes", dict(n_classes=8)),
     ("32 classes", dict(n_classes=32)),
     ("100 steps", dict(steps=100)),
@@ -90,21 +101,109 @@ def grid_row(
     return out
 
 
+def header(mode: str) -> dict:
+    """The first line of a calibration file: the library hash and the settings."""
+    from iclr26.scorecard import chapter_hashes
+
+    root = Path(__file__).resolve().parents[3]
+    lib = chapter_hashes(root, "14-ivpt")["library"]
+    return dict(mode=mode, library=lib, ci=E.CI, lr_grid=LR_GRID, lr_seeds=LR_SEEDS)
+
+
+def read(path) -> list[dict]:
+    """The rows of a calibration file (its header lines left out)."""
+    lines = [json.loads(t) for t in Path(path).read_text().splitlines() if t.strip()]
+    return [r for r in lines if "mode" not in r]
+
+
+def lr_table(rows: list[dict]) -> str:
+    """The learning-rate table: validation accuracy per seed, and the mean."""
+    seeds = sorted({r["seed"] for r in rows})
+    grid = sorted({r["lr"] for r in rows})
+    head = " / ".join(map(str, seeds))
+    out = [
+        f"| learning rate | VPT-Deep: validation accuracy at seeds {head} (mean) "
+        "| IVPT (mean) |",
+        "|---|---|---|",
+    ]
+    for lr in grid:
+        cells = []
+        for m in ("vpt", "ivpt"):
+            v = [
+                r[f"{m}_val"]
+                for s in seeds
+                for r in rows
+                if r["lr"] == lr and r["seed"] == s
+            ]
+            cells.append(
+                " / ".join(f"{x:.3f}" for x in v) + f" ({sum(v) / len(v):.3f})"
+            )
+        out.append(f"| {lr:g} | {cells[0]} | {cells[1]} |")
+    chosen = choose_lr(rows, grid)
+    out.append("")
+    out.append(f"Chosen: VPT-Deep {chosen['vpt']:g}, IVPT {chosen['ivpt']:g}.")
+    return "\n".join(out)
+
+
+def grid_table(rows: list[dict]) -> str:
+    """The calibration grid as the chapter shows it."""
+    f = lambda r, m, k: f"{r[m][k]:.3f}" if m in r and k in r[m] else "—"
+    out = [
+        "| setting | test accuracy: VPT-Deep / IVPT / last-only "
+        "| purity: VPT-Deep / IVPT / IVPT's units by place alone / fixed windows "
+        "| consistency: VPT-Deep / IVPT | final purity: IVPT / last-only / k-means "
+        "| share |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        acc = " / ".join(f(r, m, "acc") for m in ("vpt", "ivpt", "ivpt_last"))
+        pur = " / ".join(
+            [
+                f(r, "vpt", "purity"),
+                f(r, "ivpt", "purity"),
+                f(r, "ivpt", "pos_purity"),
+                f(r, "windows", "purity"),
+            ]
+        )
+        con = " / ".join(f(r, m, "consistency") for m in ("vpt", "ivpt"))
+        fin = " / ".join(
+            [
+                f(r, "ivpt", "final_purity"),
+                f(r, "ivpt_last", "final_purity"),
+                f(r, "kmeans", "purity"),
+            ]
+        )
+        out.append(
+            f"| {r['setting']} | {acc} | {pur} | {con} | {fin} "
+            f"| {f(r, 'ivpt', 'max_share')} |"
+        )
+    return "\n".join(out)
+
+
+def table(path) -> str:
+    """The markdown table of a calibration file (lr or grid, from its header)."""
+    first = json.loads(Path(path).read_text().splitlines()[0])
+    rows = read(path)
+    return lr_table(rows) if first["mode"] == "lr" else grid_table(rows)
+
+
 if __name__ == "__main__":
-    mode, path, names = sys.argv[1], sys.argv[2], set(sys.argv[3:])
+    mode, path, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if mode == "table":
+        print(table(path))
+        sys.exit()
+    with open(path, "a") as f:
+        f.write(json.dumps(header(mode)) + "\n")
     cache: dict = {}
     if mode == "lr":
-        rows = []
-        for r in lr_rows(cache=cache):
-            rows.append(r)
+        seeds = tuple(int(a) for a in rest) or LR_SEEDS
+        for r in lr_rows(seeds=seeds, cache=cache):
             with open(path, "a") as f:
                 f.write(json.dumps(r) + "\n")
-        with open(path, "a") as f:
-            f.write(json.dumps(dict(chosen=choose_lr(rows))) + "\n")
     else:
         for name, ov in GRID:
-            if names and name not in names:
+            if rest and name not in rest:
                 continue
-            row = grid_row(name, ov, 0, cache)
+            row = grid_row(name, ov, GRID_SEED, cache)
             with open(path, "a") as f:
                 f.write(json.dumps(row) + "\n")

@@ -3,6 +3,7 @@ run the same code: data, pretraining, tuning, and every model's interpretability
 
 from __future__ import annotations
 
+import math
 import time
 from types import SimpleNamespace
 
@@ -11,7 +12,7 @@ import torch
 
 from .data import class_table, make_part_birds, patch_parts
 from .method import IVPT, LinearProbe, VPTDeep, concept_maps, evaluate
-from .metrics import kmeans, part_consistency
+from .metrics import fixed_windows, kmeans, part_consistency, position_only
 from .training import LOSS_WEIGHTS, train
 from .vit import TinyViT, pretrain
 
@@ -113,13 +114,22 @@ def run(
     ``"_models"`` and the data under ``"_data"``.
 
     Learning rates: ``cfg.lr_vpt`` for the probe and VPT-Deep, ``cfg.lr_ivpt`` for the
-    IVPT models (each chosen on the validation split, see ``calibration``).
+    IVPT models (each chosen on the validation split, see ``calibration``). Every
+    model starts from the same draw and trains on the same stream of mini-batches
+    (its own generator, seeded alike), so no model's result depends on which models
+    ran before it.
+
+    Position controls: ``"windows"``, every fixed window of about ``cfg.m`` patches
+    (the 25 2 x 2 windows at ``ci``), which ignore the image; and for VPT-Deep and
+    IVPT the keys ``pos_purity``, ``pos_consistency``, ... -- the same units with
+    each score map replaced by its mean over the *training* images
+    (:func:`position_only`), what their place alone explains.
     ``cache``: a dict that keeps pretrained backbones across calls (keyed by the
     seed and the settings pretraining depends on), so calibration rows that change
     only the tuning stage share one backbone; the notebook passes none.
     """
     torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)  # pretraining's batches and masks
     t0 = time.process_time()
     data = make_data(cfg, seed, device)
     vit = TinyViT(cfg.size, cfg.patch, cfg.d, cfg.depth, cfg.heads).to(device)
@@ -127,8 +137,7 @@ def run(
     if cache is not None and key in cache:
         vit.load_state_dict(cache[key][0])
         vit.requires_grad_(False)
-        g.set_state(cache[key][1])
-        pre_losses = cache[key][2]
+        pre_losses = cache[key][1]
     else:
         pre_losses = pretrain(
             vit, data.pre, data.pre2, cfg.pre_steps, cfg.pre_batch, generator=g
@@ -136,7 +145,6 @@ def run(
         if cache is not None:
             cache[key] = (
                 {k: v.clone() for k, v in vit.state_dict().items()},
-                g.get_state(),
                 pre_losses,
             )
     res, built = {"_pre_losses": pre_losses}, {}
@@ -165,7 +173,7 @@ def run(
             cfg.batch,
             lr,
             w,
-            generator=g,
+            generator=torch.Generator().manual_seed(seed + 1),
             standardise=getattr(cfg, "standardise", True),
         )
         acc, outs = evaluate(model, data.xte, data.yte)
@@ -173,6 +181,13 @@ def run(
         if name != "probe":
             key = "vpt" if name == "vpt" else "ivpt"
             r.update(readout(unit_scores(key, outs), data.parts, cfg))
+            if name in ("vpt", "ivpt"):  # the same units, their place alone
+                _, outs_tr = evaluate(model, data.xtr, data.ytr)
+                sc = unit_scores(key, outs_tr)
+                # IVPT's scores are log-maps: average the maps, the expected ownership
+                pos = position_only(sc.exp() if key == "ivpt" else sc, len(data.xte))
+                r.update(readout(pos, data.parts, cfg, prefix="pos_"))
+                del outs_tr
             if key == "ivpt":  # the final layer's prototypes alone
                 fin = torch.cat([o["logmaps"][-1] for o in outs], 0)
                 r.update(readout(fin[:, :-1], data.parts, cfg, prefix="final_"))
@@ -193,7 +208,11 @@ def run(
                 ],
                 0,
             )
-            c = kmeans(feats.reshape(-1, cfg.d)[:20000], cfg.n_pro[-1], generator=g)
+            c = kmeans(
+                feats.reshape(-1, cfg.d)[:20000],
+                cfg.n_pro[-1],
+                generator=torch.Generator().manual_seed(seed + 2),
+            )
             te = torch.cat(
                 [
                     vit(data.xte[s : s + 256])[0][:, 1:]
@@ -204,6 +223,11 @@ def run(
             A = concept_maps(te, c)
         # the k-means "background" is not known: every cluster is scored
         res["kmeans"] = readout(A.log(), data.parts, cfg)
+    # units that ignore the image: every window of about m patches (2 x 2 for m = 4),
+    # the same in every image
+    side = math.ceil(math.sqrt(cfg.m))
+    win = fixed_windows(cfg.size // cfg.patch, side).to(data.parts.device)
+    res["windows"] = readout(win[None].expand(len(data.xte), -1, -1), data.parts, cfg)
     res["_models"], res["_data"], res["_vit"], res["_cpu"] = built, data, vit, cpu
     return res
 
@@ -226,7 +250,7 @@ CI = dict(
     pre_batch=128,
     steps=200,
     lr_vpt=3e-2,
-    lr_ivpt=3e-2,
+    lr_ivpt=1e-2,
     n_prompts=4,
     n_pro=(9, 7, 5),
     m=4,

@@ -78,7 +78,9 @@ def kmeans(
     idx = [int(torch.randint(len(x), (1,), generator=generator))]
     for _ in range(k - 1):
         d2 = torch.cdist(x, x[idx]).min(1).values ** 2
-        idx.append(int(torch.multinomial(d2 / d2.sum(), 1, generator=generator)))
+        # drawn on the CPU, where the generator lives (x may be on a GPU)
+        p = (d2 / d2.sum()).cpu()
+        idx.append(int(torch.multinomial(p, 1, generator=generator)))
     c = x[idx].clone()
     for _ in range(iters):
         a = torch.cdist(x, c).argmin(1)
@@ -86,6 +88,38 @@ def kmeans(
             if (a == j).any():
                 c[j] = x[a == j].mean(0)
     return c
+
+
+def fixed_windows(grid: int, side: int = 2) -> torch.Tensor:
+    """Every ``side`` x ``side`` window of a ``grid`` x ``grid`` patch grid as a unit
+    that ignores the image: scores [U, N], 1 inside the window, 0 outside, plus a tiny
+    fixed ramp so that ``topk`` breaks no ties at random. A floor for the metric: what
+    position alone scores."""
+    if not 1 <= side <= grid:
+        raise ValueError(f"side must be in [1, {grid}], got {side}")
+    n = grid - side + 1
+    out = torch.zeros(n * n, grid, grid)
+    for r in range(n):
+        for c in range(n):
+            out[r * n + c, r : r + side, c : c + side] = 1.0
+    ramp = torch.linspace(0, 1e-3, grid * grid)
+    return out.view(n * n, grid * grid) + ramp
+
+
+def position_only(train_scores: torch.Tensor, n_images: int) -> torch.Tensor:
+    """Each unit's score map averaged over images, the same in every image.
+
+    train_scores: [B, U, N] the units' scores on the *training* images. Returns
+    [n_images, U, N]: the units with their image dependence removed, each looking
+    where it looks on average. Read on the test images by the same rule, it is what
+    the units' place alone explains of their part consistency.
+    """
+    if train_scores.ndim != 3:
+        raise ValueError(
+            f"train_scores must be [B, U, N], got {tuple(train_scores.shape)}"
+        )
+    mean = train_scores.mean(0)  # [U, N]
+    return mean[None].expand(n_images, -1, -1)
 
 
 def nmi_ari(assign: np.ndarray, truth: np.ndarray) -> tuple[float, float]:

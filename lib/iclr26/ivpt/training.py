@@ -214,6 +214,14 @@ def train(
     params = fast + slow
     if is_ivpt and standardise:
         model.fit_feature_stats(images)
+    # The warps draw from their own stream, so the mini-batches depend only on
+    # ``generator``: every model given the same seed sees the same batches, whether or
+    # not it draws warps.
+    warp_gen = (
+        None
+        if generator is None
+        else torch.Generator().manual_seed(generator.initial_seed() + 1)
+    )
     losses = []
     model.train()
     for _ in range(steps):
@@ -226,7 +234,7 @@ def train(
         if is_ivpt:
             parts = part_losses(out, model.vit.grid, presence_type)
             if w["equivariance"]:
-                theta = random_affine(batch, **aff, generator=generator).to(x)
+                theta = random_affine(batch, **aff, generator=warp_gen).to(x)
                 out_t = model(warp(x, theta))
                 parts["equivariance"] = equivariance_loss(
                     out["maps"], out_t["maps"], theta, model.vit.grid
