@@ -313,15 +313,32 @@ def test_fixed_windows_and_position_only():
         I.fixed_windows(6, 7)
     g = torch.Generator().manual_seed(0)
     tr = torch.rand(10, 3, 36, generator=g)
-    pos = I.position_only(tr, 4)
+    pos = I.position_only(tr, 4, m=2)
     assert pos.shape == (4, 3, 36)
-    assert torch.allclose(pos[2], tr.mean(0))  # the same in every image
-    # a unit that ignores the image scores the same with its place alone
+    assert torch.equal(pos[0], pos[3])  # the same in every image
+    assert torch.allclose(pos.sum(-1), torch.full((4, 3), 2.0))  # m patches per image
+    # the modal region of a unit that ignores the image is its own region, so it
+    # scores exactly as the unit does
+    fixed = w[None, :3].expand(10, -1, -1)
     parts = torch.rand(4, 4, 36, generator=g) > 0.5
-    fixed = w[None, :3].expand(4, -1, -1)
-    a = I.part_consistency(fixed, parts, 4)["purity"]
-    b = I.part_consistency(I.position_only(w[None, :3].expand(10, -1, -1), 4), parts, 4)
-    assert a == b["purity"]
+    a = I.part_consistency(fixed[:4], parts, 4)["purity"]
+    b = I.part_consistency(I.position_only(fixed, 4, 4), parts, 4)["purity"]
+    assert a == b
+    with pytest.raises(ValueError):
+        I.position_only(tr, 4, 0)
+
+
+def test_largest_share_counts_the_given_patches_in_every_layer():
+    on = torch.zeros(2, 6, dtype=torch.bool)
+    on[:, :4] = True  # 8 counted patches
+    healthy = torch.zeros(2, 3, 6)
+    healthy[:, 0, :2] = 1  # slot 0 owns 2 of 4 counted patches per image, slot 1 two
+    healthy[:, 1, 2:4] = 1
+    healthy[:, 2, 4:] = 1  # the background owns the uncounted patches
+    assert I.largest_share([healthy], on) == 0.5
+    collapsed = torch.zeros(2, 3, 6)
+    collapsed[:, 2] = 1  # the background owns everything
+    assert I.largest_share([healthy, collapsed], on) == 1.0
 
 
 def test_kmeans_draws_on_the_cpu_generator_for_any_device():
@@ -340,11 +357,14 @@ def test_chapter_shows_the_committed_calibration_tables(kind):
     from pathlib import Path
 
     from iclr26.ivpt import calibration
+    from iclr26.scorecard import chapter_hashes
 
     root = Path(__file__).resolve().parents[1]
     path = root / "results" / "calibration" / f"14-ivpt-{kind}.jsonl"
     header = json.loads(path.read_text().splitlines()[0])
-    assert header["mode"] == kind and len(header["library"]) == 64
+    assert header["mode"] == kind
+    # made by the library the chapter runs (its hash as the seed sweep computes it)
+    assert header["library"] == chapter_hashes(root, "14-ivpt")["library"]
     nb = json.loads((root / "notebooks" / "14-ivpt.ipynb").read_text())
     prose = "\n".join(
         "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"

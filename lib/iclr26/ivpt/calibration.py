@@ -150,20 +150,22 @@ def grid_table(rows: list[dict]) -> str:
     f = lambda r, m, k: f"{r[m][k]:.3f}" if m in r and k in r[m] else "—"
     out = [
         "| setting | test accuracy: VPT-Deep / IVPT / last-only "
-        "| purity: VPT-Deep / IVPT / IVPT's units by place alone / fixed windows "
+        "| purity: VPT-Deep / by place alone / IVPT / by place alone / fixed windows "
         "| consistency: VPT-Deep / IVPT | final purity: IVPT / last-only / k-means "
-        "| share |",
+        "| bird share |",
         "|---|---|---|---|---|---|",
     ]
     for r in rows:
         acc = " / ".join(f(r, m, "acc") for m in ("vpt", "ivpt", "ivpt_last"))
         pur = " / ".join(
-            [
-                f(r, "vpt", "purity"),
-                f(r, "ivpt", "purity"),
-                f(r, "ivpt", "pos_purity"),
-                f(r, "windows", "purity"),
-            ]
+            f(r, m, k)
+            for m, k in (
+                ("vpt", "purity"),
+                ("vpt", "pos_purity"),
+                ("ivpt", "purity"),
+                ("ivpt", "pos_purity"),
+                ("windows", "purity"),
+            )
         )
         con = " / ".join(f(r, m, "consistency") for m in ("vpt", "ivpt"))
         fin = " / ".join(

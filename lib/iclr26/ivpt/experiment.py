@@ -12,7 +12,13 @@ import torch
 
 from .data import class_table, make_part_birds, patch_parts
 from .method import IVPT, LinearProbe, VPTDeep, concept_maps, evaluate
-from .metrics import fixed_windows, kmeans, part_consistency, position_only
+from .metrics import (
+    fixed_windows,
+    kmeans,
+    largest_share,
+    part_consistency,
+    position_only,
+)
 from .training import LOSS_WEIGHTS, train
 from .vit import TinyViT, pretrain
 
@@ -102,6 +108,20 @@ def readout(scores: torch.Tensor, parts: torch.Tensor, cfg, prefix: str = "") ->
     return out
 
 
+def place_alone(train_scores: torch.Tensor, parts: torch.Tensor, cfg) -> dict:
+    """``readout`` of the units' modal regions (:func:`position_only`, from their
+    scores on the training images), keys ``pos_consistency``, ``pos_purity``, ..."""
+    out = {}
+    for m in sorted({cfg.m, *cfg.m_list}):
+        pc = part_consistency(
+            position_only(train_scores, len(parts), m), parts, m, cfg.mu
+        )
+        tag = "" if m == cfg.m else f"_m{m}"
+        out[f"pos_consistency{tag}"] = pc["consistency"]
+        out[f"pos_purity{tag}"] = pc["purity"]
+    return out
+
+
 def run(
     cfg,
     seed: int,
@@ -121,9 +141,9 @@ def run(
 
     Position controls: ``"windows"``, every fixed window of about ``cfg.m`` patches
     (the 25 2 x 2 windows at ``ci``), which ignore the image; and for VPT-Deep and
-    IVPT the keys ``pos_purity``, ``pos_consistency``, ... -- the same units with
-    each score map replaced by its mean over the *training* images
-    (:func:`position_only`), what their place alone explains.
+    IVPT the keys ``pos_purity``, ``pos_consistency``, ... -- the same units, each
+    with its modal region over the *training* images in every test image
+    (:func:`position_only`), what their usual place alone explains.
     ``cache``: a dict that keeps pretrained backbones across calls (keyed by the
     seed and the settings pretraining depends on), so calibration rows that change
     only the tuning stage share one backbone; the notebook passes none.
@@ -183,19 +203,22 @@ def run(
             r.update(readout(unit_scores(key, outs), data.parts, cfg))
             if name in ("vpt", "ivpt"):  # the same units, their place alone
                 _, outs_tr = evaluate(model, data.xtr, data.ytr)
-                sc = unit_scores(key, outs_tr)
-                # IVPT's scores are log-maps: average the maps, the expected ownership
-                pos = position_only(sc.exp() if key == "ivpt" else sc, len(data.xte))
-                r.update(readout(pos, data.parts, cfg, prefix="pos_"))
+                r.update(place_alone(unit_scores(key, outs_tr), data.parts, cfg))
                 del outs_tr
             if key == "ivpt":  # the final layer's prototypes alone
                 fin = torch.cat([o["logmaps"][-1] for o in outs], 0)
                 r.update(readout(fin[:, :-1], data.parts, cfg, prefix="final_"))
-                # a collapsed map gives one slot (often the background) every patch
-                own = fin.argmax(1).flatten()
-                r["max_share"] = own.bincount(
-                    minlength=fin.shape[1]
-                ).max().item() / len(own)
+                # collapse: one slot (the background, or one prototype) owns the
+                # bird's patches in some layer; the background slot's share of every
+                # patch is reported beside it
+                layers = [
+                    torch.cat([o["logmaps"][j] for o in outs], 0)
+                    for j in range(len(outs[0]["logmaps"]))
+                ]
+                r["max_share"] = largest_share(layers, data.parts.any(1))
+                r["bg_share"] = (
+                    (fin.argmax(1) == fin.shape[1] - 1).float().mean().item()
+                )
         res[name], built[name] = r, model
         cpu[name] = time.process_time() - t0 - sum(cpu.values())
         res["_outs_" + name] = outs

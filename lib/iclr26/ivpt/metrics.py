@@ -106,20 +106,42 @@ def fixed_windows(grid: int, side: int = 2) -> torch.Tensor:
     return out.view(n * n, grid * grid) + ramp
 
 
-def position_only(train_scores: torch.Tensor, n_images: int) -> torch.Tensor:
-    """Each unit's score map averaged over images, the same in every image.
+def position_only(train_scores: torch.Tensor, n_images: int, m: int) -> torch.Tensor:
+    """Each unit's *modal region*, the same in every image: a unit by its place alone.
 
-    train_scores: [B, U, N] the units' scores on the *training* images. Returns
-    [n_images, U, N]: the units with their image dependence removed, each looking
-    where it looks on average. Read on the test images by the same rule, it is what
-    the units' place alone explains of their part consistency.
+    train_scores: [B, U, N] the units' scores on the *training* images. A patch's
+    score is how often it was in the unit's top-``m`` region over those images, so
+    the top-``m`` of the result is the unit's ``m`` most frequent region patches.
+    The same top-``m`` rule as the metric and no score scale enter, so the reading is
+    the same for any kind of unit. Returns [n_images, U, N]; read on the test images
+    by the metric, it is what the unit's usual place alone explains.
     """
     if train_scores.ndim != 3:
         raise ValueError(
             f"train_scores must be [B, U, N], got {tuple(train_scores.shape)}"
         )
-    mean = train_scores.mean(0)  # [U, N]
-    return mean[None].expand(n_images, -1, -1)
+    if not isinstance(m, int) or not 1 <= m <= train_scores.shape[2]:
+        raise ValueError(f"m must be an int in [1, {train_scores.shape[2]}], got {m!r}")
+    top = train_scores.topk(m, dim=-1).indices  # [B, U, m]
+    region = torch.zeros_like(train_scores).scatter_(-1, top, 1.0)
+    freq = region.mean(0)  # [U, N]
+    return freq[None].expand(n_images, -1, -1)
+
+
+def largest_share(logmaps: list[torch.Tensor], on: torch.Tensor) -> float:
+    """The largest share of the patches ``on`` that one slot owns, over every layer.
+
+    logmaps: per layer [B, K + 1, N] (any monotone map); on: bool [B, N], the patches
+    counted (the chapter passes the bird's: those that hold a part). 1.0 when one
+    slot -- the background or one prototype -- owns every such patch in some layer.
+    """
+    worst = 0.0
+    for A in logmaps:
+        own = A.argmax(1)[on]  # the owner of each counted patch
+        if own.numel():
+            share = own.bincount(minlength=A.shape[1]).max().item() / own.numel()
+            worst = max(worst, share)
+    return worst
 
 
 def nmi_ari(assign: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
