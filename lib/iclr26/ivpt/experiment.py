@@ -82,10 +82,12 @@ def make_data(cfg, seed: int, device) -> SimpleNamespace:
 
 
 def unit_scores(name: str, outs: list[dict]) -> torch.Tensor:
-    """Region scores [B, U, N] of a model's units over the test outputs.
+    """Region scores [B, U, N] of a model's units over ``outs`` (any split).
 
-    IVPT: every foreground prototype of every layer (its concept map).
-    VPT-Deep: every prompt of every layer (the attention the patches pay it).
+    IVPT: every foreground prototype of every layer (its log concept map).
+    VPT-Deep: every prompt of the blocks whose prompts reach the CLS token through
+    patches (the attention the patches pay it times how much each patch then reaches
+    the CLS, attention rollout; the model computes it as ``"regions"``).
     """
     if name == "vpt":
         return torch.cat([o["regions"] for o in outs], 0)
