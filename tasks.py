@@ -10,9 +10,11 @@ With no virtual environment (or conda env) active, both make ``.venv/`` here and
 inside it. Either way they install the exact versions of ``requirements-lock.txt`` (only
 when it changed) and this repository's ``iclr26`` package in editable mode.
 
-The seed sweep: ``python3 tasks.py seeds [CHAPTER ...] [--seeds 0,1000,2000,3000,4000]``
+The seed sweep: ``python3 tasks.py sweep [CHAPTER ...] [--seeds 0,1000,2000,3000,4000]``
 runs each chapter at each seed and records every claim's verdict per seed in
 results/sweeps/ (commit it; the tests fail on an asserted claim without a fresh sweep).
+``--set KEY=VALUE`` runs a chapter at another setting (its preset with KEY changed) and
+``--grid`` every setting of grids/NN-slug.json; both record under results/calibration/.
 
 Helpers: ``python3 tasks.py scorecard`` regenerates book/scorecard.md and the README's
 chapter table from results/; ``python3 tasks.py set-repo`` rewrites every notebook's
@@ -101,6 +103,11 @@ def quiet_env(threads: int | None = None) -> dict:
         PYTHONWARNINGS="ignore::DeprecationWarning",
     )
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    # The kernels import this tree's library, whatever the environment's editable
+    # install points at (a second clone or a worktree sharing one environment).
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT / "lib"), os.environ.get("PYTHONPATH", "")) if p
+    )
     # The chapters' CPU workloads are small matrices: one thread per kernel is as fast,
     # and two multi-threaded kernels on two cores thrash. `build` keeps an
     # OMP_NUM_THREADS you set yourself; `test` always uses one thread per
@@ -243,8 +250,14 @@ def papermill_run(
     cmd = [sys.executable, "-m", "papermill", "--no-progress-bar", "-k", "python3"]
     cmd += ["--execution-timeout", str(cell_timeout), "--cwd", str(ROOT / "notebooks")]
     cmd += [str(notebook), str(out)]
-    for name, value in (params or {}).items():
-        cmd += ["-p", name, str(value)]
+    if params:
+        # a YAML file (JSON's types, written by PyYAML so that 1e-06 stays a float)
+        # keeps dicts, lists and floats as they are; -p would pass strings
+        import yaml
+
+        params_file = log_path.with_suffix(".params.yaml")
+        params_file.write_text(yaml.safe_dump(json.loads(json.dumps(params))))
+        cmd += ["-f", str(params_file)]
     start = time.time()
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
@@ -266,68 +279,153 @@ def papermill_run(
     return rc, time.time() - start
 
 
-def seeds(argv: list[str]) -> None:
-    """Run each chapter at each seed (papermill, SCALE="ci", two kernels at a time, one
-    thread each) and record every claim's value and verdict per seed in results/sweeps/.
-    The default-seed results in results/ are left as they are."""
+SWEEP_USAGE = (
+    "usage: python3 tasks.py sweep [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] "
+    "[--set KEY=VALUE ...] [--name NAME] [--grid] [--jobs 2]"
+)
+
+
+def parse_set(spec: str) -> tuple[str, object]:
+    """ "lr=1e-2" -> ("lr", 0.01); the value is read as JSON ("[8, 16]", "true",
+    "0.5"), else kept as a string ("jitter=wide")."""
+    key, eq, text = spec.partition("=")
+    if not eq or not re.fullmatch(r"[A-Za-z_]\w*", key):
+        sys.exit(f"--set wants KEY=VALUE with KEY a preset key, got {spec!r}")
+    try:
+        return key, json.loads(text)
+    except json.JSONDecodeError:
+        return key, text
+
+
+def setting_name(overrides: dict) -> str:
+    """A setting's default name, from its overrides: "n=16,steps=400"."""
+    name = ",".join(
+        f"{k}={json.dumps(v, separators=(',', ':'))}" for k, v in overrides.items()
+    )
+    return re.sub(r"[^A-Za-z0-9_.=,+-]", "", name.replace(" ", "")) or "default"
+
+
+def load_grid(chapter: str) -> dict:
+    """The chapter's calibration grid, ``grids/<chapter>.json``: ``{"about": why,
+    "seeds": [...], "settings": {name: {preset key: value}}}``."""
+    path = ROOT / "grids" / f"{chapter}.json"
+    if not path.is_file():
+        sys.exit(f"{chapter} has no grid file {path.relative_to(ROOT)}")
+    grid = json.loads(path.read_text())
+    if not isinstance(grid.get("settings"), dict) or not grid["settings"]:
+        sys.exit(f"{path.relative_to(ROOT)} needs a non-empty 'settings' object")
+    return grid
+
+
+def sweep(argv: list[str]) -> None:
+    """Run chapters at seeds and settings with papermill (SCALE="ci", two kernels at a
+    time, one thread each, a line per run), and record every claim's value and verdict
+    per seed.
+
+    Without ``--set`` or ``--grid``: the committed seed sweep, written to
+    results/sweeps/ (commit it), with the first seed also run under another set of CPU
+    kernels (ATEN_CPU_CAPABILITY) so that a verdict that hinges on the last digits
+    shows. With ``--set KEY=VALUE`` (repeatable; the value is read as JSON): one
+    setting, the chapter's preset with those keys changed through its OVERRIDES,
+    written to results/calibration/NN-slug/NAME.json (``--name``, default from the
+    overrides). With ``--grid``: every setting of the chapter's grids/NN-slug.json,
+    at its seeds unless ``--seeds`` is given. The default-seed results in results/ and
+    the committed sweeps are never touched by a setting's runs."""
     import tempfile
     from concurrent.futures import ThreadPoolExecutor
 
+    import torch
+
     from iclr26.scorecard import (
         DEFAULT_SWEEP_SEEDS,
+        OTHER_CPU,
+        calibration_path,
         chapter_hashes,
         sweep_path,
         sweep_record,
     )
 
-    spec, names, jobs = ",".join(map(str, DEFAULT_SWEEP_SEEDS)), [], 2
+    spec, names, jobs, sets, name, grid = None, [], 2, {}, None, False
     args = list(argv)
     while args:
         a = args.pop(0)
-        if a in ("--seeds", "--jobs") and args:
+        if a in ("--seeds", "--jobs", "--set", "--name") and args:
             value = args.pop(0)
             if a == "--seeds":
                 spec = value
+            elif a == "--set":
+                key, v = parse_set(value)
+                sets[key] = v
+            elif a == "--name":
+                name = value
             elif value.isdigit() and int(value) > 0:
                 jobs = int(value)
             else:
                 sys.exit(f"--jobs wants a positive integer, got {value!r}")
+        elif a == "--grid":
+            grid = True
         elif a.startswith("-"):
-            sys.exit(
-                "usage: python3 tasks.py seeds [CHAPTER ...] [--seeds "
-                "0,1000,2000,3000,4000] "
-                "[--jobs 2]"
-            )
+            sys.exit(SWEEP_USAGE)
         else:
             names.append(a)
-    chapters, seed_list = (
-        list(dict.fromkeys(resolve_chapters(names))),
-        parse_seeds(spec),
-    )
+    if grid and sets:
+        sys.exit("give --grid or --set, not both")
+    if name and not sets:
+        sys.exit("--name names a --set setting")
+    chapters = list(dict.fromkeys(resolve_chapters(names)))
+    # the settings of each chapter: (name or None for the sweep, overrides, seeds)
+    plans: dict[str, list[tuple[str | None, dict, list[int]]]] = {}
+    for ch in chapters:
+        if grid:
+            g = load_grid(ch)
+            seeds_ = parse_seeds(spec) if spec else [int(x) for x in g["seeds"]]
+            plans[ch] = [(n, dict(o), seeds_) for n, o in g["settings"].items()]
+        elif sets:
+            seeds_ = parse_seeds(spec or ",".join(map(str, DEFAULT_SWEEP_SEEDS)))
+            plans[ch] = [(name or setting_name(sets), dict(sets), seeds_)]
+        else:
+            seeds_ = parse_seeds(spec or ",".join(map(str, DEFAULT_SWEEP_SEEDS)))
+            plans[ch] = [(None, {}, seeds_)]
+    for ch, plan in plans.items():
+        for setting, _, _ in plan:
+            if setting is not None:
+                calibration_path(ROOT / "results", ch, setting)  # a valid name
+    here = torch.backends.cpu.get_cpu_capability()
+    other = OTHER_CPU.get(here, "default")
+    work = []  # (chapter, setting, overrides, seed, capability or None)
+    for ch, plan in plans.items():
+        for setting, overrides, seeds_ in plan:
+            work += [(ch, setting, overrides, s, None) for s in seeds_]
+            if setting is None:
+                work.append((ch, None, {}, seeds_[0], other))
     hashes = {ch: chapter_hashes(ROOT, ch) for ch in chapters}
-    work = [(ch, s) for ch in chapters for s in seed_list]
-    tmp = Path(tempfile.mkdtemp(prefix="iclr26-seeds-"))
+    tmp = Path(tempfile.mkdtemp(prefix="iclr26-sweep-"))
     print(
-        f"[seeds] {len(chapters)} chapters x {len(seed_list)} seeds = {len(work)} "
-        "runs, "
-        f"{jobs} at a time, one thread each (logs in {tmp})",
+        f"[sweep] {len(chapters)} chapters, {len(work)} runs, {jobs} at a time, one "
+        f"thread each (logs in {tmp}); CPU kernels {here}, the cross-CPU runs under "
+        f"{other.upper()}",
         flush=True,
     )
     done: list[int] = [0]
     t0 = time.time()
 
-    def one(job: tuple[str, int]) -> dict:
-        ch, seed = job
-        out = tmp / f"{ch}.seed{seed}"
+    def one(job: tuple) -> dict:
+        ch, setting, overrides, seed, capability = job
+        tag = f"{ch}.{setting or 'sweep'}.seed{seed}" + (
+            f".{capability}" if capability else ""
+        )
+        out = tmp / re.sub(r"[^A-Za-z0-9_.=,+-]", "_", tag)
         out.mkdir()
         env = quiet_env(threads=1)
         env.update(ICLR26_RESULTS_DIR=str(out), ICLR26_CLAIMS_RAISE="0")
+        if capability:
+            env["ATEN_CPU_CAPABILITY"] = capability
         rc, wall = papermill_run(
             ROOT / "notebooks" / f"{ch}.ipynb",
             out / "executed.ipynb",
             out / "log.txt",
             env,
-            params={"SCALE": "ci", "SEED": seed},
+            params={"SCALE": "ci", "SEED": seed, "OVERRIDES": overrides},
             cell_timeout=CELL_TIMEOUT_S,
         )
         path = out / f"{ch}.ci.json"
@@ -336,16 +434,20 @@ def seeds(argv: list[str]) -> None:
         every_claim_checked = bool(record) and all(
             c["held"] is not None for c in record["claims"]
         )
-        if rc != 0 and every_claim_checked:
+        if record is not None and record.get("overrides", {}) != overrides:
+            error = (
+                f"the run recorded overrides {record.get('overrides')} where "
+                f"{overrides} were asked for: pass OVERRIDES to scale_preset and "
+                "ClaimLog"
+            )
+        elif rc != 0 and every_claim_checked:
             # Seen rarely: the kernel stops answering in a widget cell after every claim
             # was checked (a comm race in the executor, not a result).
-            # The record is complete.
             warning = (
                 f"papermill ended with {rc} after every claim was checked (a later "
-                "cell "
-                "hung or failed); the record is complete and kept"
+                "cell hung or failed); the record is complete and kept"
             )
-            print(f"[seeds] {ch} seed {seed}: {warning}", flush=True)
+            print(f"[sweep] {tag}: {warning}", flush=True)
         elif rc != 0:
             tail = (out / "log.txt").read_text().strip().splitlines()[-3:]
             error = (
@@ -358,7 +460,7 @@ def seeds(argv: list[str]) -> None:
         else:
             what = "no record"
         print(
-            f"[seeds] ({done[0]}/{len(work)}) {ch} seed {seed}: {what}, {wall:.0f} s"
+            f"[sweep] ({done[0]}/{len(work)}) {tag}: {what}, {wall:.0f} s"
             + (f" -- {error}" if error else ""),
             flush=True,
         )
@@ -368,40 +470,64 @@ def seeds(argv: list[str]) -> None:
             "error": error,
             "warning": warning,
             "wall_s": wall,
+            "capability": capability,
         }
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         runs = list(pool.map(one, work))
-    for ch in chapters:
-        mine = [r for (c, _), r in zip(work, runs) if c == ch]
+    wrote_sweep = False
+    for ch, plan in plans.items():
         if chapter_hashes(ROOT, ch) != hashes[ch]:
             print(
-                f"[seeds] {ch} changed while it was being swept: "
-                "its sweep is not written"
+                f"[sweep] {ch} changed while it ran: its records are not written",
+                flush=True,
             )
             continue
-        record = sweep_record(
-            ch, mine, hashes[ch], wall_s=sum(r["wall_s"] for r in mine)
-        )
-        path = sweep_path(ROOT / "results", ch)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-        failed = [
-            c["id"]
-            for c in record["claims"]
-            if c.get("asserted", True) and any(h is not True for h in c["held"])
-        ]
-        print(
-            f"[seeds] {ch}: wrote {path.relative_to(ROOT)}"
-            + (
-                "; asserted claims that did not hold at every seed: "
-                f"{', '.join(failed)}"
-                if failed
-                else ""
+        for setting, overrides, _ in plan:
+            mine = [
+                r
+                for (c, st, _, _, cap), r in zip(work, runs)
+                if c == ch and st == setting and cap is None
+            ]
+            others = [
+                r
+                for (c, st, _, _, cap), r in zip(work, runs)
+                if c == ch and st == setting and cap is not None
+            ]
+            record = sweep_record(
+                ch,
+                mine,
+                hashes[ch],
+                wall_s=sum(r["wall_s"] for r in mine + others),
+                overrides=overrides,
+                other_cpu=others,
             )
-        )
-    scorecard()
-    print(f"[seeds] sweep wall time {time.time() - t0:.0f} s", flush=True)
+            if setting is None:
+                path = sweep_path(ROOT / "results", ch)
+                wrote_sweep = True
+            else:
+                path = calibration_path(ROOT / "results", ch, setting)
+                record["name"] = setting
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+            failed = [
+                c["id"]
+                for c in record["claims"]
+                if c.get("asserted", True) and any(h is not True for h in c["held"])
+            ]
+            print(
+                f"[sweep] {ch}: wrote {path.relative_to(ROOT)}"
+                + (
+                    "; asserted claims that did not hold at every seed: "
+                    f"{', '.join(failed)}"
+                    if failed
+                    else ""
+                ),
+                flush=True,
+            )
+    if wrote_sweep:
+        scorecard()
+    print(f"[sweep] wall time {time.time() - t0:.0f} s", flush=True)
 
 
 def assign(argv: list[str]) -> None:
@@ -674,7 +800,8 @@ COMMANDS = {
     "scorecard": scorecard,
     "set-repo": set_repo,
     "env": lambda: None,
-    "seeds": seeds,
+    "sweep": sweep,
+    "seeds": sweep,  # the command's earlier name
     "assign": assign,
 }
 
@@ -682,16 +809,17 @@ if __name__ == "__main__":
     if (
         len(sys.argv) < 2
         or sys.argv[1] not in COMMANDS
-        or (sys.argv[1] not in ("seeds", "assign") and len(sys.argv) != 2)
+        or (sys.argv[1] not in ("sweep", "seeds", "assign") and len(sys.argv) != 2)
     ):
         sys.exit(
             f"usage: python3 tasks.py {{{'|'.join(COMMANDS)}}}  "
-            "(seeds takes [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] [--jobs 2]; "
+            "(sweep takes [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] "
+            "[--set KEY=VALUE ...] [--name NAME] [--grid] [--jobs 2]; "
             "assign takes [CHAPTER ...] [--out DIR])"
         )
     if sys.argv[1] != "set-repo":
         ensure_env(sys.argv[1:])
-    if sys.argv[1] in ("seeds", "assign"):
+    if sys.argv[1] in ("sweep", "seeds", "assign"):
         COMMANDS[sys.argv[1]](sys.argv[2:])
     else:
         COMMANDS[sys.argv[1]]()

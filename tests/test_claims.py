@@ -14,6 +14,7 @@ from iclr26.scorecard import (
     is_stale,
     load_sweeps,
     normalised_code,
+    paper_verdicts,
     scorecard_markdown,
     sweep_path,
     sweep_problems,
@@ -32,6 +33,7 @@ def claims():
             role="paper",
             kind="analogue",
             control="depth 2 instead of 3",
+            headline=True,
         ),
         Claim(
             "gap",
@@ -78,7 +80,7 @@ def test_claim_validation():
 
 
 def test_role_is_required_and_named():
-    with pytest.raises(ValueError, match="role must be 'paper'.*or 'check'"):
+    with pytest.raises(ValueError, match="role must be 'paper'.*'check'.*'diagnostic'"):
         Claim(
             "a", "t", measure="m", op="<", threshold=1, kind="faithful", no_control="x"
         )
@@ -139,10 +141,13 @@ def test_log_records_not_run_then_held_and_failed(tmp_path):
     assert rec["seed"] == 3 and rec["runtime_s"] > 0
     summary = log.summary()
     assert "FAILED" in summary and "| held |" in summary and "| check |" in summary
+    assert "| headline claim |" in summary
+    assert "Untestable here: 2 of 2 paper claims" in summary  # no planted cases
     assert "✅" not in summary and "❌" not in summary  # plain words render in any font
     table = log.table()
     assert "depth 2 instead of 3" in table and "none: a closed form" in table
-    assert table.index("Claims of the paper") < table.index("Checks")
+    assert table.index("Headline claims") < table.index("Other claims")
+    assert table.index("Other claims") < table.index("Checks")
 
 
 def test_a_control_that_passes_fails_the_check(tmp_path):
@@ -288,8 +293,20 @@ def run_record(tmp_path, seed, rank1=1.0, control=4.0, gap=0.9, grad=0.0):
     log.check("rank1", rank1, control=control)
     log.check("gap", gap)
     log.check("grad", grad)
+    log.record_data("train", torch.arange(3) + seed)
     log.finish()
     return json.loads(log.path.read_text())
+
+
+def other_cpu(tmp_path, seed=0, **values):
+    """The run at ``seed`` under other CPU kernels, as the sweep command records it."""
+    return [
+        {
+            "seed": seed,
+            "capability": "avx2",
+            "record": run_record(tmp_path, seed, **values),
+        }
+    ]
 
 
 def test_hashes_follow_code_and_imported_modules_not_prose(tmp_path):
@@ -298,12 +315,12 @@ def test_hashes_follow_code_and_imported_modules_not_prose(tmp_path):
     assert h["library_files"] == [
         "lib/iclr26/demo.py",
         "lib/iclr26/harness.py",
-    ]  # core is shared
+    ]
     nb = json.loads((book / "notebooks" / "01-demo.ipynb").read_text())
     nb["cells"][0]["source"] = ["# 01 · Demo, now with better prose"]
     (book / "notebooks" / "01-demo.ipynb").write_text(json.dumps(nb))
     assert chapter_hashes(book, "01-demo") == h
-    (book / "lib" / "iclr26" / "core.py").write_text("C = 2\n")
+    (book / "lib" / "iclr26" / "claims.py").write_text("D = 2\n")  # bookkeeping
     assert chapter_hashes(book, "01-demo") == h
     (book / "lib" / "iclr26" / "harness.py").write_text("B = 2\n")
     assert chapter_hashes(book, "01-demo")["library"] != h["library"]
@@ -382,7 +399,7 @@ def test_stale_sweep_is_detected(tmp_path):
         {"seed": s, "record": run_record(tmp_path, s), "error": None, "wall_s": 1.0}
         for s in SEEDS
     ]
-    sweep = sweep_record("01-demo", runs, h, wall_s=5.0)
+    sweep = sweep_record("01-demo", runs, h, wall_s=5.0, other_cpu=other_cpu(tmp_path))
     assert not is_stale(sweep, h) and sweep_problems("01-demo", sweep, h) == []
     (book / "lib" / "iclr26" / "demo.py").write_text("A = 2\n")
     h2 = chapter_hashes(book, "01-demo")
@@ -485,21 +502,52 @@ def test_a_missing_sweep_fails_the_test_command(tmp_path, monkeypatch):
 def test_counts_and_summary_on_hand_made_records(tmp_path):
     book = make_book(tmp_path)
     h = chapter_hashes(book, "01-demo")
-    reported = Claim(
-        "noise",
-        "robust",
-        measure="gap",
-        op=">",
-        threshold=0.0,
-        role="paper",
-        kind="analogue",
-        asserted=False,
-    )
+    extra = [
+        Claim(
+            "noise",
+            "robust",
+            measure="gap",
+            op=">",
+            threshold=0.0,
+            role="paper",
+            kind="analogue",
+            asserted=False,
+            variant_of="rank1",
+        ),
+        Claim(
+            "rank1-power",
+            "a planted rank-1 target",
+            measure="effective rank",
+            op="<",
+            threshold=1.2,
+            role="check",
+            power_of="rank1",
+        ),
+        Claim(
+            "noise-power",
+            "a planted gap",
+            measure="gap",
+            op=">",
+            threshold=0.0,
+            role="check",
+            power_of="noise",
+            asserted=False,
+        ),
+        Claim(
+            "oracle",
+            "an oracle",
+            measure="gap",
+            op=">",
+            threshold=0.0,
+            role="diagnostic",
+            asserted=False,
+        ),
+    ]
     records = []
     for s in SEEDS:
         log = ClaimLog(
             "01-demo",
-            claims() + [reported],
+            claims() + extra,
             scale="ci",
             seed=s,
             results_dir=tmp_path / f"r{s}",
@@ -509,6 +557,10 @@ def test_counts_and_summary_on_hand_made_records(tmp_path):
         log.check("gap", 0.9)
         log.check("grad", 0.0)
         log.check("noise", 1.0 if s in (100, 200) else -1.0)
+        log.check("rank1-power", 1.0)
+        log.check("noise-power", 1.0)
+        log.check("oracle", 1.0)
+        log.record_data("train", torch.tensor([s]))
         log.finish()
         records.append(json.loads(log.path.read_text()))
     sweep = sweep_record(
@@ -521,22 +573,38 @@ def test_counts_and_summary_on_hand_made_records(tmp_path):
         wall_s=10.0,
     )
     counts = chapter_counts(records[0], sweep, usable=True)
-    assert counts == {
-        "reproduced": 2,
-        "reported": 1,
-        "not reproduced": 0,
-        "unverified": 0,
-        "checks_passed": 1,
-        "checks": 1,
+    assert {k: v for k, v in counts.items() if v} == {
+        # rank1: planted case passes, held everywhere, control failing
+        "reproduced": 1,
+        "headline reproduced": 1,
+        # noise: planted case passes, held at 2 of 5
+        "not reproduced": 1,
+        # gap: no planted case
+        "untestable here": 1,
+        "checks_passed": 3,
+        "checks": 3,
         "paper": 3,
-        "without_control": 1,
+        "headline": 1,
+        "diagnostics": 1,
     }
     assert chapter_status(counts) == (
-        "2/3 paper claims reproduced (1 without a control), 1 reported; "
-        "1/1 checks passed"
+        "headline claims: 1 reproduced, 0 not reproduced, 0 untestable here (of 1); "
+        "all 3 paper claims: 1 reproduced, 1 not reproduced, 1 untestable here; "
+        "3/3 checks passed"
     )
-    # an unusable (stale, short, broken) sweep: nothing asserted counts as reproduced
-    assert chapter_counts(records[0], sweep, usable=False)["unverified"] == 2
+    verdicts = paper_verdicts(records[0], sweep, usable=True)
+    assert verdicts["gap"] == {"bin": "untestable here", "why": "no planted case"}
+    assert verdicts["noise"]["why"] == "held at 2/5 seeds, not in the recorded run"
+    # an unusable (stale, short, broken) sweep backs nothing
+    assert chapter_counts(records[0], sweep, usable=False)["unverified"] == 3
+    # a planted case that fails at one seed makes its claim untestable, whatever the
+    # claim measured
+    broken = json.loads(json.dumps(sweep))
+    power = next(c for c in broken["claims"] if c["id"] == "rank1-power")
+    power["measured"][3] = 5.0
+    v = paper_verdicts(records[0], broken, usable=True)["rank1"]
+    assert v["bin"] == "untestable here" and "rank1-power missed" in v["why"]
+    assert "300" in v["why"]
     # a recorded run from before roles, or with another threshold, is not backed
     # by the sweep
     old = {
@@ -557,9 +625,12 @@ def test_counts_and_summary_on_hand_made_records(tmp_path):
     # a claim in the sweep that the recorded run lacks is counted, as unverified
     fewer = {**records[0], "claims": records[0]["claims"][1:]}
     assert chapter_counts(fewer, sweep, usable=True)["unverified"] == 1
-    # a reported claim that never held is not reproduced
+    # the one-claim form: a reported claim that never held is not reproduced when its
+    # planted case passes, untestable when it has none
     never = dict(records[0]["claims"][3], held=False)
-    assert classify_paper_claim(never, {"held": [False] * 5}, True) == "not reproduced"
+    swept = {**never, "measured": [-1.0] * 5, "held": [False] * 5}
+    assert classify_paper_claim(never, swept, True, records[0]) == "not reproduced"
+    assert classify_paper_claim(never, swept, True) == "untestable here"
     path = sweep_path(tmp_path / "results", "01-demo")
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(sweep))
@@ -570,14 +641,20 @@ def test_counts_and_summary_on_hand_made_records(tmp_path):
         {"01-demo": h, "02-other": chapter_hashes(book, "02-other")},
     )
     summary = md.split("\n## ")[0]
-    assert "| 01-demo | 2 of 3 (1 without a control) | 1 | 0 | 0 | 1/1 |" in summary
+    assert "| 01-demo | 1 · 0 · 0 of 1 | 1 · 1 · 1 of 3 | 3/3 |" in summary
     assert (
-        "| **the book** | **2 of 3 (1 without a control)** |" in summary
+        "| **the book** | **1 · 0 · 0 of 1** | **1 · 1 · 1 of 3** |" in summary
         and "**1/2 chapters**" in summary
+    )
+    assert (
+        "| 01-demo | **rank1** converges to rank 1 | reproduced | — | noise: not "
+        "reproduced |" in summary
     )
     chapter = md.split("## 01-demo")[1]
     assert "held at 2/5" in chapter and "held at 5/5" in chapter
-    assert "Checks (not counted as reproductions)" in chapter
+    assert "planted case of rank1" in chapter and "Diagnostics" in chapter
+    assert chapter.index("**rank1** (headline)") < chapter.index("↳ noise")
+    assert chapter.index("↳ noise") < chapter.index("| gap ")
     assert "4 (depth 2 instead of 3)" in chapter and "none: a closed form" in chapter
     assert "No recorded run" in md.split("## 02-other")[1]
     assert "✅" not in md and "❌" not in md

@@ -6,10 +6,10 @@ from iclr26.harness import (
     digits_data,
     evaluate,
     mlp,
-    n_params,
     optimizer_state_bytes,
     tensor_bytes,
 )
+from iclr26.numerics import n_params
 
 
 def test_digits_data_shapes_split_and_standardisation():

@@ -148,12 +148,25 @@ class TestChapterNotebook:
             and "DEVICE" in values
             and values["DEVICE"] is None
         )
+        assert values.get("OVERRIDES") == {}, (
+            "the parameters cell holds OVERRIDES = {} beside SCALE and SEED: the "
+            "preset keys one run changes (python3 tasks.py sweep NN --set key=value)"
+        )
 
     def test_sizes_follow_scale(self, path):
         code = "\n".join(source(c) for c in cells(path) if c["cell_type"] == "code")
-        assert re.search(r"scale_preset\(\s*SCALE\b", code), (
-            "every size must follow from SCALE via scale_preset(SCALE, ci=..., "
-            "full=...)"
+        assert re.search(
+            r"scale_preset\(\s*SCALE\s*,\s*overrides\s*=\s*OVERRIDES\b", code
+        ), (
+            "every size must follow from SCALE, changed for one run by OVERRIDES: "
+            "scale_preset(SCALE, overrides=OVERRIDES, ci=..., full=...)"
+        )
+        assert len(re.findall(r"\bscale_preset\(", code)) == 1, (
+            "one scale_preset call: a second preset could not be overridden"
+        )
+        call = re.search(r"ClaimLog\((.*?)\)\n", code, flags=re.S)
+        assert call and re.search(r"overrides\s*=\s*OVERRIDES\b", call.group(1)), (
+            "the run records the overrides it used: ClaimLog(..., overrides=OVERRIDES)"
         )
 
     def test_claims_are_declared_checked_and_timed(self, path):

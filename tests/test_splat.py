@@ -494,7 +494,7 @@ BAD = [
     (
         lambda: sp.render(G3, CAM, torch.full((4, 2), float("nan"))),
         ValueError,
-        "pixels contains NaN",
+        "pixels holds NaN",
     ),
     (
         lambda: sp.render(G3, CAM, [[1.0, 2.0]]),
@@ -578,7 +578,7 @@ BAD = [
     (
         lambda: sp.init_gaussians(sp.ProceduralScene.default(), 0),
         ValueError,
-        "n must be a positive int",
+        "n must be an int >= 1",
     ),
     (
         lambda: sp.init_gaussians(sp.ProceduralScene.default(), 5, []),

@@ -14,6 +14,7 @@ from .core import (
     progress,
     scale_preset,
     seed_everything,
+    seeded,
     use_book_style,
 )
 
@@ -27,6 +28,7 @@ __all__ = [
     "progress",
     "scale_preset",
     "seed_everything",
+    "seeded",
     "use_book_style",
 ]
 __version__ = "0.1.0"

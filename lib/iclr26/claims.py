@@ -22,13 +22,26 @@ tests nothing).
     log.check("grad", max_diff)
     log.finish()  # records the chapter's run time
 
-Two roles, never mixed up in a count:
+Three roles, never mixed up in a count:
 
 * ``role="paper"`` -- a *paper claim*: something the paper asserts, in its terms.
-  Only these count as reproductions in the scorecard.
+  Only these count as reproductions in the scorecard. One to three of a chapter's
+  paper claims are its *headline* claims (``headline=True``, the abstract's main
+  result); a variant of one (another threshold, a first design) names it
+  (``variant_of="..."``).
 * ``role="check"`` -- a *check*: a derivation against autograd, an identity, an
   invariant, an accounting (bits sent, bytes of state) that the chapter verifies
-  about itself.
+  about itself. A check with ``power_of="x"`` is claim x's *planted case*: the same
+  measure on an input where the claimed effect is present by construction, which
+  must pass x's threshold (else the experiment could not have shown x, and x is
+  *untestable here*); ``null_of="x"`` is the case where the effect is absent by
+  construction, which must not.
+* ``role="diagnostic"`` -- a control, an ablation or an oracle that the chapter
+  measures and shows beside the claims. Never asserted, never counted.
+
+    Claim("rank1-power", "a planted rank-1 target passes rank1's measure",
+          measure="median effective rank", op="<", threshold=1.2, role="check",
+          power_of="rank1")
 
 Each check writes ``results/<chapter>.<scale>.json`` at once, so a notebook that dies
 half way leaves its remaining claims marked "not run", never "held".
@@ -54,7 +67,10 @@ OPS = {
     ">": lambda a, b: a > b,
     ">=": lambda a, b: a >= b,
 }
-ROLES = ("paper", "check")
+ROLES = ("paper", "check", "diagnostic")
+# A null case must fail its claim's threshold: its op is the complement of the claim's.
+COMPLEMENT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+ID_RE = re.compile(r"[A-Za-z0-9_-]+")
 KINDS = ("faithful", "analogue")
 NOTEBOOK_RE = re.compile(r"notebooks/(\d\d-[a-z0-9-]+)")
 # The seed sweep sets this to "0" so that a run records every claim at every seed
@@ -75,8 +91,10 @@ class Claim:
         before the run.
     kind: ``"faithful"`` (same mechanism, comparable setting) or ``"analogue"`` (same
         mechanism, smaller or synthetic setting). Required for a paper claim.
-    role: ``"paper"`` (a claim of the paper) or ``"check"`` (a derivation, identity,
-        invariant or accounting the chapter verifies about itself). Required.
+    role: ``"paper"`` (a claim of the paper), ``"check"`` (a derivation, identity,
+        invariant or accounting the chapter verifies about itself, or a claim's
+        planted or null case) or ``"diagnostic"`` (a control, ablation or oracle shown
+        beside the claims; never asserted, never counted). Required.
     control: for a paper claim, the control experiment in a few words -- the same
         measure with the mechanism the claim credits removed ("depth 2 instead of 3",
         "shuffled labels"). Its value is passed to :meth:`ClaimLog.check`, and the claim
@@ -93,6 +111,22 @@ class Claim:
         asserting -- one that does not hold reliably at this scale (seed-dependent, or
         reversed). Its result still goes to the scorecard, with its pass rate over the
         seed sweep, so a claim that did not carry over is shown rather than dropped.
+    headline: for a paper claim, whether it is one of the one to three headline claims
+        of the paper's abstract.
+    variant_of: for a paper claim that is not a headline, the id of the headline it
+        serves (another threshold, a first design, a narrower reading).
+    power_of: for a check, the id of the paper claim whose *planted case* it is: the
+        claim's measure, through the same code, on an input where the effect is
+        present by construction at about the size the paper reports. It must use the
+        claim's op and threshold; if it fails, the claim is untestable here.
+    null_of: for a check, the id of the paper claim whose *null case* it is: the same
+        measure where the effect is absent by construction. Its op is the complement
+        of the claim's (``<`` for ``>=``, ...) at the same threshold, so it passes
+        when the null case fails the claim.
+    no_power: for a paper claim without a planted case, one sentence saying why none
+        is built (the scorecard shows it beside "untestable here").
+    why_not_asserted: for a reported paper claim (``asserted=False``) that held at
+        every seed of its sweep, one sentence saying why it stays reported.
     """
 
     id: str
@@ -108,6 +142,12 @@ class Claim:
     paper_setting: str = ""
     our_setting: str = ""
     asserted: bool = True
+    headline: bool = False
+    variant_of: str = ""
+    power_of: str = ""
+    null_of: str = ""
+    no_power: str = ""
+    why_not_asserted: str = ""
 
     def __post_init__(self):
         name = f"claim {self.id!r}"
@@ -131,15 +171,17 @@ class Claim:
             )
         if self.role not in ROLES:
             raise ValueError(
-                f"{name}: role must be 'paper' (a claim of the paper) or 'check' "
-                f"(a derivation, identity, invariant or accounting), got {self.role!r}"
+                f"{name}: role must be 'paper' (a claim of the paper), 'check' "
+                "(a derivation, identity, invariant, accounting, or a claim's planted "
+                "or null case) or 'diagnostic' (a control, ablation or oracle shown "
+                f"beside the claims), got {self.role!r}"
             )
         if self.role == "paper" and self.kind not in KINDS:
             raise ValueError(
                 f"{name}: a paper claim's kind must be one of {list(KINDS)}, "
                 f"got {self.kind!r}"
             )
-        if self.role == "check" and self.kind not in (None, *KINDS):
+        if self.role != "paper" and self.kind not in (None, *KINDS):
             raise ValueError(
                 f"{name}: kind must be None or one of {list(KINDS)}, got {self.kind!r}"
             )
@@ -151,16 +193,66 @@ class Claim:
             "paper",
             "paper_setting",
             "our_setting",
+            "variant_of",
+            "power_of",
+            "null_of",
+            "no_power",
+            "why_not_asserted",
         ):
             if not isinstance(getattr(self, field), str):
                 raise TypeError(
                     f"{name}: {field} must be a str, got "
                     f"{type(getattr(self, field)).__name__}"
                 )
-        if not isinstance(self.asserted, bool):
-            raise TypeError(
-                f"{name}: asserted must be True or False, got {self.asserted!r}"
+        for field in ("asserted", "headline"):
+            if not isinstance(getattr(self, field), bool):
+                raise TypeError(
+                    f"{name}: {field} must be True or False, got "
+                    f"{getattr(self, field)!r}"
+                )
+        for field in ("variant_of", "power_of", "null_of"):
+            ref = getattr(self, field)
+            if ref and not ID_RE.fullmatch(ref):
+                raise ValueError(f"{name}: {field} must be a claim id, got {ref!r}")
+        paper_only = ("headline", "variant_of", "no_power", "why_not_asserted")
+        for field in paper_only:
+            if self.role != "paper" and getattr(self, field):
+                raise ValueError(
+                    f"{name}: {field} is for paper claims, not a {self.role}"
+                )
+        for field in ("power_of", "null_of"):
+            if self.role != "check" and getattr(self, field):
+                raise ValueError(
+                    f"{name}: {field} is for checks (a claim's planted or null case), "
+                    f"not a {self.role}"
+                )
+        if self.headline and self.variant_of:
+            raise ValueError(
+                f"{name}: a headline claim is no variant; give headline=True or "
+                "variant_of=..., not both"
             )
+        if self.power_of and self.null_of:
+            raise ValueError(
+                f"{name}: a check is one claim's planted case (power_of) or its null "
+                "case (null_of), not both"
+            )
+        if (self.power_of or self.null_of) and self.control.strip():
+            raise ValueError(
+                f"{name}: a planted or null case is itself the comparison; it takes "
+                "no control"
+            )
+        if self.why_not_asserted and self.asserted:
+            raise ValueError(
+                f"{name}: why_not_asserted explains a reported claim; this one is "
+                "asserted"
+            )
+        if self.role == "diagnostic" and self.asserted:
+            raise ValueError(
+                f"{name}: a diagnostic (a control, ablation or oracle) is shown, never "
+                "asserted: declare it with asserted=False"
+            )
+        if self.role == "diagnostic" and (self.control or self.no_control):
+            raise ValueError(f"{name}: a diagnostic takes no control")
         if self.control.strip() and self.no_control.strip():
             raise ValueError(
                 f"{name}: give a control or a reason for having none "
@@ -233,10 +325,14 @@ def fmt(x: float | None) -> str:
     return f"{x:.2e}"
 
 
-def verdict(result: dict | None, asserted: bool = True) -> str:
+def verdict(result: dict | None, asserted: bool = True, role: str | None = None) -> str:
     """A recorded result in words (plain text: it must render in any font)."""
     if result is None or result.get("held") is None:
         return "not run"
+    role = role or result.get("role") or "paper"
+    if role == "diagnostic":  # shown, not judged: a control may well meet the bar
+        met = result.get("measured_passes")
+        return "shown (meets the threshold)" if met else "shown (misses it)"
     if result["held"]:
         return "held" if asserted else "held (reported)"
     ctrl = result.get("control_measured")
@@ -246,7 +342,99 @@ def verdict(result: dict | None, asserted: bool = True) -> str:
         why = " (control passes too)"
     else:
         why = ""
-    return ("FAILED" if asserted else "not reproduced (reported)") + why
+    if asserted:
+        return "FAILED" + why
+    return (
+        "not reproduced (reported)" if role == "paper" else "failed (reported)"
+    ) + why
+
+
+def role_words(claim: dict) -> str:
+    """A claim's role in a few words, for tables: "headline", "paper (of x)",
+    "planted case of x", "check", "diagnostic"."""
+    role = claim.get("role") or "paper"
+    if role == "paper":
+        if claim.get("headline"):
+            return "headline claim"
+        return "paper claim" + (
+            f" (of {claim['variant_of']})" if claim.get("variant_of") else ""
+        )
+    if claim.get("power_of"):
+        return f"planted case of {claim['power_of']}"
+    if claim.get("null_of"):
+        return f"null case of {claim['null_of']}"
+    return role
+
+
+def check_links(claims: Sequence[Claim]) -> None:
+    """Raise ``ValueError`` unless the claims' links hold together: every
+    ``variant_of`` names a headline paper claim, every ``power_of`` and ``null_of`` a
+    paper claim, a planted case uses its claim's op and threshold and a null case the
+    complement at the same threshold, a claim with a planted case gives no
+    ``no_power`` reason, and a chapter with paper claims marks one to three
+    headlines."""
+    by_id = {c.id: c for c in claims}
+    paper = [c for c in claims if c.role == "paper"]
+    headlines = [c.id for c in paper if c.headline]
+    if paper and not 1 <= len(headlines) <= 3:
+        raise ValueError(
+            "mark one to three of the chapter's paper claims as its headline claims "
+            f"(headline=True), the abstract's main results; marked: {headlines}"
+        )
+    for c in claims:
+        if c.variant_of:
+            target = by_id.get(c.variant_of)
+            if target is None or target.role != "paper" or not target.headline:
+                raise ValueError(
+                    f"claim {c.id!r}: variant_of={c.variant_of!r} must name a headline "
+                    f"paper claim of this chapter; the headlines are {headlines}"
+                )
+        for field in ("power_of", "null_of"):
+            ref = getattr(c, field)
+            if not ref:
+                continue
+            target = by_id.get(ref)
+            if target is None or target.role != "paper":
+                raise ValueError(
+                    f"claim {c.id!r}: {field}={ref!r} must name a paper claim of this "
+                    f"chapter; they are {[p.id for p in paper]}"
+                )
+            op = target.op if field == "power_of" else COMPLEMENT[target.op]
+            if c.op != op or c.threshold != target.threshold:
+                what = "planted case" if field == "power_of" else "null case"
+                raise ValueError(
+                    f"claim {c.id!r}: as {ref!r}'s {what} it must pass when "
+                    f"{ref!r}'s measure {'meets' if field == 'power_of' else 'misses'} "
+                    f"its threshold: declare op={op!r}, threshold={target.threshold!r}"
+                    f" (got op={c.op!r}, threshold={c.threshold!r})"
+                )
+    powered = {c.power_of for c in claims if c.power_of}
+    for c in paper:
+        if c.no_power and c.id in powered:
+            raise ValueError(
+                f"claim {c.id!r} has a planted case; drop its no_power reason"
+            )
+
+
+def fingerprint(*arrays) -> str:
+    """A short hash of the values, shapes and dtypes of tensors or arrays (or lists of
+    numbers or strings): two draws of data with the same fingerprint are the same
+    draw."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    for a in arrays:
+        if hasattr(a, "detach"):  # a torch tensor
+            a = a.detach().cpu().contiguous().numpy()
+        a = np.ascontiguousarray(np.asarray(a))
+        if a.dtype == object:
+            raise TypeError(
+                "fingerprint takes tensors, arrays, or lists of numbers or strings"
+            )
+        h.update(f"{a.dtype}{a.shape}".encode() + a.tobytes())
+    return h.hexdigest()[:16]
 
 
 class Checked(float):
@@ -282,6 +470,7 @@ class ClaimLog:
         seed: int,
         results_dir: str | Path | None = None,
         raise_failures: bool | None = None,
+        overrides: dict | None = None,
     ):
         if not isinstance(chapter, str) or not re.fullmatch(
             r"\d\d-[a-z0-9-]+", chapter
@@ -300,7 +489,21 @@ class ClaimLog:
             )
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise TypeError(f"seed must be an int, got {seed!r}")
+        if overrides is None:
+            overrides = {}
+        if not isinstance(overrides, dict) or not all(
+            isinstance(k, str) for k in overrides
+        ):
+            raise TypeError(
+                "overrides must be a dict of preset keys (OVERRIDES), got "
+                f"{overrides!r}"
+            )
+        check_links(claims)
         self.chapter, self.scale, self.seed = chapter, scale, seed
+        # what this run changed of the chapter's preset (scale_preset's overrides)
+        self.overrides = json.loads(json.dumps(overrides, default=list))
+        # fingerprints of the data this run drew (record_data)
+        self.data: dict[str, str] = {}
         self.claims = {c.id: c for c in claims}
         self.results: dict[str, dict] = {}
         if raise_failures is None:
@@ -322,7 +525,7 @@ class ClaimLog:
         Returns the measured value as a float (a :class:`Checked`, which a notebook
         shows as one line: the claim, the value, the control, the threshold and the
         verdict). The record is written before the assertion is raised, so a failed
-        claim shows as failed.
+        claim shows as failed. A diagnostic is recorded and never raises.
         """
         if claim_id not in self.claims:
             raise KeyError(f"unknown claim {claim_id!r}; declared: {list(self.claims)}")
@@ -374,8 +577,13 @@ class ClaimLog:
                 f"{fmt(claim.threshold)}, so the threshold does not discriminate "
                 f"the method from it {where}"
             )
+        what = claim_id
+        if claim.power_of:
+            what += f" (planted case of {claim.power_of})"
+        elif claim.null_of:
+            what += f" (null case of {claim.null_of})"
         line = (
-            f"{verdict(self.results[claim_id], claim.asserted)} · {claim_id}: "
+            f"{verdict(self.results[claim_id], claim.asserted, claim.role)} · {what}: "
             f"{claim.measure} = {fmt(value)}"
         )
         if control_value is not None:
@@ -383,6 +591,20 @@ class ClaimLog:
         line += f" (passes if {claim.op} {fmt(claim.threshold)}"
         line += ", and the control must not)" if control_value is not None else ")"
         return Checked(value, line)
+
+    def record_data(self, name: str, *arrays) -> str:
+        """Record a fingerprint (:func:`fingerprint`) of data this run drew, under
+        ``name`` ("train", "test", ...), and return it. The seed sweep keeps them, and
+        a test checks that no two sweep seeds drew the same data."""
+        if not isinstance(name, str) or not ID_RE.fullmatch(name):
+            raise ValueError(
+                f"name must be letters, digits, '-' or '_' (e.g. 'train'), got {name!r}"
+            )
+        if not arrays:
+            raise ValueError("give the tensors or arrays the run drew")
+        self.data[name] = fingerprint(*arrays)
+        self._write()
+        return self.data[name]
 
     def finish(self) -> float:
         """Record and return the seconds since this log was created (the chapter's
@@ -392,73 +614,156 @@ class ClaimLog:
         return self.runtime_s
 
     def table(self) -> str:
-        """The declared claims as Markdown tables (paper claims, then checks), for the
+        """The declared claims as Markdown tables -- headline claims, the other paper
+        claims, checks (planted and null cases among them), diagnostics -- for the
         chapter's "claims" section."""
-        paper = [c for c in self.claims.values() if c.role == "paper"]
-        checks = [c for c in self.claims.values() if c.role == "check"]
+        cs = list(self.claims.values())
+        planted = {c.power_of: c.id for c in cs if c.power_of}
         out = []
-        if paper:
-            out += [
-                "**Claims of the paper** (each must pass its threshold, and its "
-                "control must not)",
-                "",
-                "| claim | the paper | here | measured by | passes if | control | kind "
-                "|",
-                "| --- | --- | --- | --- | --- | --- | --- |",
-            ]
-            for c in paper:
+
+        def paper_rows(rows):
+            out.extend(
+                [
+                    "| claim | the paper, and here | measured by, passes if | "
+                    "control (must fail) | planted case (must pass) |",
+                    "| --- | --- | --- | --- | --- |",
+                ]
+            )
+            for c in rows:
                 setting = c.paper_setting + (
                     f" (reported: {c.paper})" if c.paper != "—" else ""
                 )
-                passes = f"{c.op} {fmt(c.threshold)}" + (
+                where = f"{c.kind}: {setting} → {c.our_setting}".strip()
+                passes = f"{c.measure} {c.op} {fmt(c.threshold)}" + (
                     "" if c.asserted else " (reported, not asserted)"
                 )
                 ctrl = c.control or (f"none: {c.no_control}" if c.no_control else "—")
-                out.append(
-                    f"| **{c.id}**: {cell(c.text)} | {cell(setting)} | "
-                    f"{cell(c.our_setting)} | "
-                    f"{cell(c.measure)} | {passes} | {cell(ctrl)} | {c.kind} |"
+                power = planted.get(c.id) or (
+                    f"none: {c.no_power}" if c.no_power else "none yet"
                 )
+                name = f"**{c.id}**" + (f" (of {c.variant_of})" if c.variant_of else "")
+                out.append(
+                    f"| {name}: {cell(c.text)} | {cell(where)} | {cell(passes)} | "
+                    f"{cell(ctrl)} | {cell(power)} |"
+                )
+
+        heads = [c for c in cs if c.role == "paper" and c.headline]
+        others = [c for c in cs if c.role == "paper" and not c.headline]
+        if heads:
+            out += ["**Headline claims of the paper**", ""]
+            paper_rows(heads)
+        if others:
+            out += [
+                "",
+                "**Other claims of the paper** (variants name their headline)",
+                "",
+            ]
+            paper_rows(others)
+        checks = [c for c in cs if c.role == "check"]
         if checks:
             out += [
                 "",
-                "**Checks** (the chapter verifying itself: derivations, identities, "
-                "accounting; not counted as reproductions)",
+                "**Checks** (the chapter verifying itself, and the planted and null "
+                "cases that show a claim's measure can see its effect; not "
+                "reproductions)",
                 "",
                 "| check | measured by | passes if |",
                 "| --- | --- | --- |",
             ]
             for c in checks:
+                tag = (
+                    f" (planted case of {c.power_of})"
+                    if c.power_of
+                    else (f" (null case of {c.null_of})" if c.null_of else "")
+                )
                 passes = f"{c.op} {fmt(c.threshold)}" + (
                     "" if c.asserted else " (reported, not asserted)"
                 )
                 out.append(
-                    f"| **{c.id}**: {cell(c.text)} | {cell(c.measure)} | {passes} |"
+                    f"| **{c.id}**{tag}: {cell(c.text)} | {cell(c.measure)} | "
+                    f"{passes} |"
+                )
+        diags = [c for c in cs if c.role == "diagnostic"]
+        if diags:
+            out += [
+                "",
+                "**Diagnostics** (controls, ablations and oracles, shown beside the "
+                "claims; never counted)",
+                "",
+                "| diagnostic | measured by | shown against |",
+                "| --- | --- | --- |",
+            ]
+            for c in diags:
+                out.append(
+                    f"| **{c.id}**: {cell(c.text)} | {cell(c.measure)} | "
+                    f"{c.op} {fmt(c.threshold)} |"
                 )
         return "\n".join(out).strip()
 
+    def untestable(self) -> dict[str, str]:
+        """The paper claims this run could not test, each with the reason in a few
+        words: no planted case, a planted case that failed, or a null case that passed
+        the claim's threshold. (The scorecard decides over the whole seed sweep.)"""
+        out = {}
+        for c in self.claims.values():
+            if c.role != "paper":
+                continue
+            cases = [k for k in self.claims.values() if c.id in (k.power_of, k.null_of)]
+            planted = [k for k in cases if k.power_of]
+            if not planted:
+                out[c.id] = "no planted case" + (
+                    f": {c.no_power}" if c.no_power else ""
+                )
+                continue
+            for k in cases:
+                r = self.results.get(k.id)
+                if r is not None and not r["held"]:
+                    word = "planted case" if k.power_of else "null case"
+                    out[c.id] = (
+                        f"its {word} {k.id} = {fmt(r['measured'])} "
+                        f"{'misses' if k.power_of else 'meets'} the claim's threshold"
+                    )
+                    break
+        return out
+
     def summary(self) -> str:
-        """The claims with their measured values so far, as one Markdown table,
-        labelled."""
+        """The claims with their measured values so far, as one Markdown table
+        (headline claims first), then the paper claims this run could not test, one
+        line each."""
         rows = [
             "| claim | role | measured | control | passes if | verdict |",
             "| --- | --- | --- | --- | --- | --- |",
         ]
-        for role in ROLES:
-            for c in (c for c in self.claims.values() if c.role == role):
-                r = self.results.get(c.id)
-                ctrl = (
-                    "—"
-                    if r is None or r["control_measured"] is None
-                    else fmt(r["control_measured"])
-                )
-                rows.append(
-                    f"| {c.id} | {'paper claim' if role == 'paper' else 'check'} | "
-                    f"{fmt(r and r['measured'])} | {ctrl} | {c.op} {fmt(c.threshold)} "
-                    "| "
-                    f"{verdict(r, c.asserted)} |"
-                )
-        return "\n".join(rows)
+        cs = list(self.claims.values())
+        order = (
+            [c for c in cs if c.role == "paper" and c.headline]
+            + [c for c in cs if c.role == "paper" and not c.headline]
+            + [c for c in cs if c.role == "check"]
+            + [c for c in cs if c.role == "diagnostic"]
+        )
+        for c in order:
+            r = self.results.get(c.id)
+            ctrl = (
+                "—"
+                if r is None or r["control_measured"] is None
+                else fmt(r["control_measured"])
+            )
+            rows.append(
+                f"| {c.id} | {role_words(asdict(c))} | {fmt(r and r['measured'])} | "
+                f"{ctrl} | {c.op} {fmt(c.threshold)} | "
+                f"{verdict(r, c.asserted, c.role)} |"
+            )
+        out = "\n".join(rows)
+        untestable = self.untestable()
+        n_paper = sum(c.role == "paper" for c in cs)
+        if untestable:
+            out += (
+                f"\n\n**Untestable here: {len(untestable)} of {n_paper} paper "
+                "claims** (an experiment that could not have shown the effect tests "
+                "nothing):\n\n"
+                + "\n".join(f"- {cid}: {why}" for cid, why in untestable.items())
+            )
+        return out
 
     def _write(self) -> None:
         blank = {
@@ -475,6 +780,8 @@ class ClaimLog:
             "started_at": self.started_at,
             "runtime_s": self.runtime_s,
             "machine": machine(),
+            "overrides": self.overrides,
+            "data": self.data,
             "claims": [
                 {**asdict(c), **self.results.get(c.id, blank)}
                 for c in self.claims.values()

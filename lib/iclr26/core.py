@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import os
 import random
+from contextlib import contextmanager
 from types import SimpleNamespace
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 import torch
@@ -75,7 +76,9 @@ def get_device(device: str | torch.device | None = None) -> torch.device:
 
 def seed_everything(seed: int) -> torch.Generator:
     """Seed Python's ``random``, NumPy's global generator and torch (CPU and all GPUs)
-    in one call.
+    in one call: the notebook's own first move (its setup cell), and the one place in
+    the library that sets global random state. Library functions never do; they take a
+    ``seed`` or a ``torch.Generator`` (see :func:`seeded`).
 
     Returns a fresh CPU ``torch.Generator`` seeded with ``seed``, for code that prefers
     to pass its randomness explicitly (the library does).
@@ -91,17 +94,52 @@ def seed_everything(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
-def scale_preset(scale: str, **presets: Mapping[str, Any]) -> SimpleNamespace:
-    """A chapter's sizes for the chosen ``scale``, declared in one place.
+@contextmanager
+def seeded(seed: int) -> Iterator[None]:
+    """A block whose torch draws that take no generator (a module's initial weights,
+    dropout, ``torch.randn`` without ``generator=``) come from a generator seeded with
+    ``seed``; when the block ends, torch's global generators (CPU and every GPU) are
+    exactly as they were.
+
+        with seeded(seed):
+            model = nn.Linear(4, 2)  # the same weights for the same seed, always
+
+    This is how the library draws from a seed without global state: what a function
+    computes depends on its ``seed`` only, never on what ran before it, and it leaves
+    the caller's random stream untouched (``torch.random.fork_rng`` underneath).
+    """
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    if not 0 <= int(seed) < 2**63:
+        raise ValueError(f"seed must lie in [0, 2**63), got {seed}")
+    devices = (
+        list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    )
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(seed))
+        yield
+
+
+def scale_preset(
+    scale: str, overrides: Mapping[str, Any] | None = None, **presets: Mapping[str, Any]
+) -> SimpleNamespace:
+    """A chapter's sizes for the chosen ``scale``, declared in one place, with
+    ``overrides`` (a chapter's ``OVERRIDES``) changing some of them for one run.
 
     >>> cfg = scale_preset(
     ...     "ci", ci=dict(n=8, steps=2_000), full=dict(n=100, steps=50_000)
     ... )
     >>> cfg.n, cfg.steps
     (8, 2000)
+    >>> scale_preset("ci", {"n": 16}, ci=dict(n=8), full=dict(n=100)).n
+    16
 
     Every preset must give the same keys, so that a size cannot silently exist at one
-    scale only. An unknown ``scale`` is a ``ValueError`` that names the valid ones.
+    scale only. An unknown ``scale`` is a ``ValueError`` that names the valid ones, and
+    so is an override of a key no preset has. An override keeps the preset value's
+    type: an int where a float is declared becomes a float, a list where a tuple is
+    declared becomes a tuple (papermill and JSON give lists), anything else must be of
+    the declared type. ``cfg.overrides`` holds what was changed, for the run's record.
     """
     if not isinstance(scale, str):
         raise TypeError(
@@ -117,6 +155,9 @@ def scale_preset(scale: str, **presets: Mapping[str, Any]) -> SimpleNamespace:
             )
     keys = {name: set(values) for name, values in presets.items()}
     first = next(iter(keys.values()))
+    reserved = sorted(first & {"scale", "overrides"})
+    if reserved:
+        raise ValueError(f"{reserved} name the preset itself; call the size otherwise")
     for name, ks in keys.items():
         if ks != first:
             raise ValueError(
@@ -128,7 +169,46 @@ def scale_preset(scale: str, **presets: Mapping[str, Any]) -> SimpleNamespace:
             f"unknown SCALE {scale!r}: valid values are "
             f"{', '.join(repr(s) for s in presets)}"
         )
-    return SimpleNamespace(scale=scale, **presets[scale])
+    if overrides is None:
+        overrides = {}
+    if not isinstance(overrides, Mapping):
+        raise TypeError(
+            "OVERRIDES must be a dict of preset keys to values, got "
+            f"{type(overrides).__name__}"
+        )
+    values = dict(presets[scale])
+    unknown = sorted(set(overrides) - set(values))
+    if unknown:
+        raise ValueError(
+            f"OVERRIDES has unknown key(s) {unknown}; the preset's keys are "
+            f"{sorted(values)}"
+        )
+    for key, new in overrides.items():
+        values[key] = _as_declared(key, values[key], new)
+    return SimpleNamespace(scale=scale, overrides=dict(overrides), **values)
+
+
+def _as_declared(key: str, declared: Any, new: Any) -> Any:
+    """``new`` as an override of a preset value ``declared``, in ``declared``'s type
+    (see :func:`scale_preset`)."""
+    if isinstance(declared, bool) or declared is None:
+        ok = isinstance(new, bool) if declared is not None else True
+    elif isinstance(declared, float):
+        ok = isinstance(new, (int, float)) and not isinstance(new, bool)
+        new = float(new) if ok else new
+    elif isinstance(declared, int):
+        ok = isinstance(new, int) and not isinstance(new, bool)
+    elif isinstance(declared, tuple):
+        ok = isinstance(new, (list, tuple))
+        new = tuple(new) if ok else new
+    else:
+        ok = isinstance(new, type(declared))
+    if not ok:
+        raise TypeError(
+            f"OVERRIDES[{key!r}] must be like the preset's {declared!r} "
+            f"({type(declared).__name__}), got {new!r} ({type(new).__name__})"
+        )
+    return new
 
 
 def progress_enabled() -> bool:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .core import seeded
+
 
 @dataclass
 class Split:
@@ -62,14 +64,8 @@ def mlp(
     """
     if len(sizes) < 2 or any((not isinstance(s, int)) or s < 1 for s in sizes):
         raise ValueError(f"sizes must be at least two positive ints, got {sizes}")
-    fork = (
-        torch.random.fork_rng(devices=[])
-        if seed is not None
-        else contextlib.nullcontext()
-    )
-    with fork:
-        if seed is not None:
-            torch.manual_seed(seed)
+    # with a seed, the weights come from it alone and the global stream is untouched
+    with seeded(seed) if seed is not None else contextlib.nullcontext():
         layers: list[nn.Module] = []
         for i, (d_in, d_out) in enumerate(zip(sizes[:-1], sizes[1:])):
             layers.append(nn.Linear(d_in, d_out))
@@ -104,11 +100,6 @@ def evaluate(model: nn.Module, split: Split) -> tuple[float, float]:
     loss = nn.functional.cross_entropy(logits, split.y).item()
     acc = (logits.argmax(1) == split.y).float().mean().item()
     return loss, acc
-
-
-def n_params(model: nn.Module) -> int:
-    """Number of trainable parameters."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def tensor_bytes(tensors) -> int:

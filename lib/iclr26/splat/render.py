@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import torch
 
+from ..validate import as_tensor, check_positive
 from .camera import Camera, pixel_grid
 from .gaussians import Gaussians, check_gaussians, covariance_3d
 
@@ -78,7 +79,8 @@ def project(
 ) -> Projection:
     """EWA projection of N Gaussians into ``camera`` (cast to the Gaussians' dtype)."""
     check_gaussians(gaussians)
-    _check_positive(near=near, cutoff=cutoff)
+    check_positive("near", near)
+    check_positive("cutoff", cutoff)
     if not eps2d >= 0:
         raise ValueError(f"eps2d must be >= 0, got {eps2d}")
     cam = camera.to(gaussians.means)
@@ -180,9 +182,9 @@ def render(
     like = gaussians.means
     n_ch = gaussians.colors.shape[1]
     if background is not None:
-        background = _check_tensor(background, "background", (n_ch,), like)
+        background = _like(background, "background", (n_ch,), like)
     if pixels is not None:
-        pixels = _check_tensor(pixels, "pixels", None, like)
+        pixels = _like(pixels, "pixels", None, like)
         if pixels.ndim != 2 or pixels.shape[1] != 2:
             raise ValueError(
                 f"pixels must have shape (P, 2), got {tuple(pixels.shape)}"
@@ -254,22 +256,11 @@ def _render_chunk(xy, layers, background, cutoff, alpha_max):
     return color, acc, depth
 
 
-def _check_positive(**kw) -> None:
-    for name, v in kw.items():
-        if not v > 0:
-            raise ValueError(f"{name} must be > 0, got {v}")
-
-
-def _check_tensor(t, name, shape, like: Tensor) -> Tensor:
+def _like(t, name, shape, like: Tensor) -> Tensor:
     """Check a user tensor's type, shape, device and values; cast it to like's dtype."""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if shape is not None and tuple(t.shape) != shape:
-        raise ValueError(f"{name} must have shape {shape}, got {tuple(t.shape)}")
+    as_tensor(t, name, shape=shape, empty=True)  # finite, the right shape
     if t.device != like.device:
         raise ValueError(
             f"{name} is on {t.device} but the Gaussians are on {like.device}"
         )
-    if not torch.isfinite(t).all():
-        raise ValueError(f"{name} contains NaN or inf")
     return t.to(like.dtype)

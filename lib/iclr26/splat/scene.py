@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import torch
 
+from ..validate import as_int
 from .camera import Camera, camera_rays, pixel_grid
 from .gaussians import Gaussians
 
@@ -191,7 +192,7 @@ class ProceduralScene:
         Points are split between surfaces in proportion to (approximate) area; on an
         ellipsoid they are uniform directions mapped by the axes (not area-uniform).
         """
-        _check_n(n)
+        as_int(n, "n", lo=1)
         g = generator
         a, b, c = self.axes.unbind(1)
         p = 1.6075  # Thomsen's approximation of an ellipsoid's area
@@ -242,7 +243,7 @@ def init_gaussians(
     ``k_neighbours`` nearest other points (as 3DGS initialises from a point cloud);
     rotations are the identity and opacities all equal ``opacity``.
     """
-    _check_n(n)
+    as_int(n, "n", lo=1)
     if not 0 < opacity < 1:
         raise ValueError(f"opacity must be in (0, 1), got {opacity}")
     if cameras is None:
@@ -289,8 +290,3 @@ def _knn_mean_distance(pts: Tensor, k: int, block: int = 2048) -> Tensor:
         dist = torch.cdist(pts[s : s + block], pts)
         out.append(dist.topk(k + 1, largest=False).values[:, 1:].mean(1))  # skip self
     return torch.cat(out)
-
-
-def _check_n(n) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
