@@ -16,9 +16,12 @@ results/sweeps/ (commit it; the tests fail on an asserted claim without a fresh 
 ``--set KEY=VALUE`` runs a chapter at another setting (its preset with KEY changed) and
 ``--grid`` every setting of grids/NN-slug.json; both record under results/calibration/.
 
-Helpers: ``python3 tasks.py scorecard`` regenerates book/scorecard.md and the README's
-chapter table from results/; ``python3 tasks.py set-repo`` rewrites every notebook's
-Colab link and install cell to the repository URL in _config.yml.
+Neither command writes a tracked file: the chapters' claim records of their runs go to
+_build/results/ and are compared with the committed ones. ``python3 tasks.py record
+[CHAPTER ...]`` records runs into results/ on purpose. Helpers: ``python3 tasks.py
+scorecard`` regenerates book/scorecard.md and the README's chapter table from
+results/; ``python3 tasks.py set-repo`` rewrites every notebook's Colab link and
+install cell to the repository URL in _config.yml.
 """
 
 from __future__ import annotations
@@ -93,13 +96,18 @@ def run(cmd: list[str], env: dict | None = None, check: bool = True) -> int:
     return rc
 
 
-def quiet_env(threads: int | None = None) -> dict:
-    # Results go to results/ at the root whatever folder a kernel runs in (the book's
-    # executor may use a temporary one).
+RUN_RESULTS = ROOT / "_build" / "results"  # the records of the test and build runs
+
+
+def quiet_env(threads: int | None = None, results: Path = RUN_RESULTS) -> dict:
+    # A chapter's claim record goes to ``results`` whatever folder its kernel runs in
+    # (the book's executor may use a temporary one): _build/results/ for the test and
+    # build commands, which leave the repository as it was; results/ only when a
+    # developer records a run on purpose (`tasks.py record`).
     env = dict(
         os.environ,
         ICLR26_PROGRESS="0",
-        ICLR26_RESULTS_DIR=str(ROOT / "results"),
+        ICLR26_RESULTS_DIR=str(results),
         PYTHONWARNINGS="ignore::DeprecationWarning",
     )
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -143,30 +151,32 @@ def replace_between(text: str, marker: str, body: str) -> str:
     )
 
 
-def scorecard() -> None:
+def scorecard_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
+    """The generated pages, from the committed records in ``results_dir``:
+    book/scorecard.md, the README's chapter table and the instructors' exercise table,
+    as {path: new text}. ``tests/test_book.py`` checks that the committed pages equal
+    these."""
     from iclr26.claims import chapters_in_toc, load_results
     from iclr26.scorecard import (
         chapter_counts,
         chapter_hashes,
-        chapter_status,
         load_sweeps,
         scorecard_markdown,
         sweep_usable,
     )
 
     chapters = chapters_in_toc(ROOT / "_toc.yml")
-    results = load_results(ROOT / "results")
-    sweeps = load_sweeps(ROOT / "results")
+    results = load_results(results_dir)
+    sweeps = load_sweeps(results_dir)
     hashes = {ch: chapter_hashes(ROOT, ch) for ch in chapters}
+    pages = {}
     page = (ROOT / "book" / "scorecard.md").read_text()
-    page = replace_between(
+    pages[ROOT / "book" / "scorecard.md"] = replace_between(
         page, "scorecard", scorecard_markdown(chapters, results, sweeps, hashes)
     )
-    (ROOT / "book" / "scorecard.md").write_text(page)
-
     rows = [
-        '| chapter | at `SCALE="ci"`: recorded run and committed seed sweep |',
-        "| --- | --- |",
+        "| chapter | headline claims | all paper claims | checks |",
+        "| --- | --- | --- | --- |",
     ]
     for ch in chapters:
         counts = chapter_counts(
@@ -175,13 +185,10 @@ def scorecard() -> None:
             sweep_usable(sweeps.get(ch), hashes[ch]),
         )
         rows.append(
-            f"| [{chapter_title(ch)}](notebooks/{ch}.ipynb) | {chapter_status(counts)} "
-            "|"
+            f"| [{chapter_title(ch)}](notebooks/{ch}.ipynb) | {readme_row(counts)}"
         )
     readme = (ROOT / "README.md").read_text()
-    readme = replace_between(readme, "chapters", "\n".join(rows))
-    (ROOT / "README.md").write_text(readme)
-
+    pages[ROOT / "README.md"] = replace_between(readme, "chapters", "\n".join(rows))
     # The instructor page's table of every chapter's exercises, read from the notebooks.
     sys.path.insert(0, str(ROOT / "tools"))
     import classroom
@@ -190,14 +197,35 @@ def scorecard() -> None:
     table = classroom.exercise_table(
         [ROOT / "notebooks" / f"{ch}.ipynb" for ch in chapters]
     )
-    (ROOT / "book" / "instructors.md").write_text(
-        replace_between(page, "exercises", table)
+    pages[ROOT / "book" / "instructors.md"] = replace_between(page, "exercises", table)
+    return pages
+
+
+def readme_row(counts: dict) -> str:
+    """A chapter's cells of the README table: headline claims, all paper claims,
+    checks."""
+    from iclr26.scorecard import OUTCOMES, PAPER_BINS
+
+    def words(prefix: str, total: int) -> str:
+        parts = [f"{counts[prefix + b]} {b}" for b in OUTCOMES if counts[prefix + b]]
+        parts += [
+            f"{counts[prefix + b]} {b}" for b in PAPER_BINS[3:] if counts[prefix + b]
+        ]
+        return f"{total}: " + ", ".join(parts) if parts else "none"
+
+    return (
+        f"{words('headline ', counts['headline'])} | {words('', counts['paper'])} | "
+        f"{counts['checks_passed']}/{counts['checks']} passed |"
     )
-    print(
-        f"[tasks] scorecard: {len(chapters)} chapters, {len(results)} recorded runs, "
-        f"{len(sweeps)} seed sweeps",
-        flush=True,
-    )
+
+
+def scorecard() -> None:
+    """Regenerate book/scorecard.md, the README's chapter table and the instructors'
+    exercise table from results/ and results/sweeps/."""
+    pages = scorecard_pages()
+    for path, text in pages.items():
+        path.write_text(text)
+    print(f"[tasks] scorecard: rewrote {len(pages)} pages from results/", flush=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -592,6 +620,43 @@ def repo_url() -> str:
 # --------------------------------------------------------------------------------------
 # the two commands
 # --------------------------------------------------------------------------------------
+def compare_records(chapters: list[str]) -> list[str]:
+    """Print, per chapter, the claims whose verdict in this run (_build/results/)
+    differs from the committed record (results/): verdicts, not digits, which differ
+    from CPU to CPU. A failing asserted claim has already failed its chapter; a
+    reported claim that changed is news, not a failure. Returns the lines printed."""
+    lines = []
+    for ch in chapters:
+        new, old = RUN_RESULTS / f"{ch}.ci.json", ROOT / "results" / f"{ch}.ci.json"
+        if not (new.is_file() and old.is_file()):
+            continue
+        was = {c["id"]: c.get("held") for c in json.loads(old.read_text())["claims"]}
+        now = {c["id"]: c.get("held") for c in json.loads(new.read_text())["claims"]}
+        for cid in sorted(set(was) | set(now)):
+            if was.get(cid) != now.get(cid):
+                lines.append(
+                    f"[compare] {ch} {cid}: held {now.get(cid)} in this run, "
+                    f"{was.get(cid)} in the committed record"
+                )
+    for line in lines or ["[compare] every verdict agrees with the committed records"]:
+        print(line, flush=True)
+    return lines
+
+
+def record(argv: list[str]) -> None:
+    """Run chapters (all by default) at their defaults and record their claims in
+    results/ (the recorded runs the scorecard reads), then regenerate the scorecard:
+    what a developer does, on purpose, after changing a chapter. The test and build
+    commands never write there."""
+    names = [a for a in argv if not a.startswith("-")]
+    if len(names) != len(argv):
+        sys.exit("usage: python3 tasks.py record [CHAPTER ...]")
+    chapters = list(dict.fromkeys(resolve_chapters(names)))
+    failed = execute_chapters(chapters, results=ROOT / "results")
+    scorecard()
+    sys.exit(1 if failed else 0)
+
+
 def build() -> None:
     """Execute every chapter whose code changed since its last run (two at a time; the
     rest are reused from _build/executed/), refresh the scorecard, and render the site
@@ -601,7 +666,7 @@ def build() -> None:
     t0 = time.time()
     chapters = chapters_in_toc(ROOT / "_toc.yml")
     failed = execute_chapters(chapters, reuse=True)
-    scorecard()
+    compare_records(chapters)
     rc = build_site(chapters, warnings_as_errors=False)
     print(
         f"[tasks] book built in {time.time() - t0:.0f} s"
@@ -638,12 +703,18 @@ def chapter_stamp(ch: str) -> str:
     return hashlib.sha256(json.dumps(h, sort_keys=True).encode() + lock).hexdigest()
 
 
-def execute_chapters(chapters: list[str], jobs: int = 2, reuse: bool = False) -> int:
+def execute_chapters(
+    chapters: list[str],
+    jobs: int = 2,
+    reuse: bool = False,
+    results: Path = RUN_RESULTS,
+) -> int:
     """Run each chapter once, top to bottom, at its defaults (SCALE="ci", SEED=0), two
     kernels at a time with one torch thread each (two default-threaded torch processes
     on two cores thrash). A claim that does not hold raises in its check cell and fails
     the chapter. The executed copies go to _build/executed/ (the site is built from
-    them, so no chapter runs twice), the claim records to results/. With ``reuse``
+    them, so no chapter runs twice), the claim records to ``results`` (_build/results/
+    unless a developer records on purpose). With ``reuse``
     (the build command), a chapter whose executed copy is stamped with its current
     code is not run again. Returns the number of chapters that failed."""
     from concurrent.futures import ThreadPoolExecutor
@@ -670,7 +741,7 @@ def execute_chapters(chapters: list[str], jobs: int = 2, reuse: bool = False) ->
             ROOT / "notebooks" / f"{ch}.ipynb",
             EXECUTED / f"{ch}.ipynb",
             EXECUTED / f"{ch}.log",
-            quiet_env(threads=1),
+            quiet_env(threads=1, results=results),
             cell_timeout=600,
         )
         verdict = "ok" if rc == 0 else f"FAILED ({rc}), log: {EXECUTED / ch}.log"
@@ -763,6 +834,7 @@ def test() -> None:
         lambda: pytest("-n", "2", "-m", "not classroom and not site and not colab"),
     )
     step("every chapter, executed once", lambda: execute_chapters(chapters))
+    compare_records(chapters)
     # The classroom kit: every chapter's student version is generated, then run and
     # graded by otter-grader three times (stubs: the whole chapter; reference solutions
     # and a wrong answer: only the cells the answers need, see tests/test_classroom.py).
@@ -770,7 +842,6 @@ def test() -> None:
         "classroom kit: assign and grade every chapter",
         lambda: pytest("-n", "2", "-m", "classroom"),
     )
-    scorecard()
     step(
         "the site, from the executed chapters, warnings as errors",
         lambda: build_site(chapters),
@@ -802,6 +873,7 @@ COMMANDS = {
     "env": lambda: None,
     "sweep": sweep,
     "seeds": sweep,  # the command's earlier name
+    "record": record,
     "assign": assign,
 }
 
@@ -809,17 +881,20 @@ if __name__ == "__main__":
     if (
         len(sys.argv) < 2
         or sys.argv[1] not in COMMANDS
-        or (sys.argv[1] not in ("sweep", "seeds", "assign") and len(sys.argv) != 2)
+        or (
+            sys.argv[1] not in ("sweep", "seeds", "assign", "record")
+            and len(sys.argv) != 2
+        )
     ):
         sys.exit(
             f"usage: python3 tasks.py {{{'|'.join(COMMANDS)}}}  "
             "(sweep takes [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] "
             "[--set KEY=VALUE ...] [--name NAME] [--grid] [--jobs 2]; "
-            "assign takes [CHAPTER ...] [--out DIR])"
+            "assign and record take [CHAPTER ...]; assign also [--out DIR])"
         )
     if sys.argv[1] != "set-repo":
         ensure_env(sys.argv[1:])
-    if sys.argv[1] in ("sweep", "seeds", "assign"):
+    if sys.argv[1] in ("sweep", "seeds", "assign", "record"):
         COMMANDS[sys.argv[1]](sys.argv[2:])
     else:
         COMMANDS[sys.argv[1]]()
