@@ -151,11 +151,11 @@ def replace_between(text: str, marker: str, body: str) -> str:
     )
 
 
-def scorecard_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
-    """The generated pages, from the committed records in ``results_dir``:
-    book/scorecard.md, the README's chapter table and the instructors' exercise table,
-    as {path: new text}. ``tests/test_book.py`` checks that the committed pages equal
-    these."""
+def generated_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
+    """Every generated file, from the committed records in ``results_dir`` and the
+    chapters: book/scorecard.md, the README's chapter table, the instructors' exercise
+    table and the chapters' Colab copies (colab/NN-slug.ipynb), as {path: new text}.
+    ``tests/test_book.py`` checks that the committed files equal these."""
     from iclr26.claims import chapters_in_toc, load_results
     from iclr26.scorecard import (
         chapter_counts,
@@ -198,6 +198,13 @@ def scorecard_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
         [ROOT / "notebooks" / f"{ch}.ipynb" for ch in chapters]
     )
     pages[ROOT / "book" / "instructors.md"] = replace_between(page, "exercises", table)
+    import colab
+
+    bib = colab.load_bibliography(ROOT / "book" / "references.bib")
+    for ch in chapters:
+        pages[ROOT / "colab" / f"{ch}.ipynb"] = colab.render(
+            ROOT / "notebooks" / f"{ch}.ipynb", bib
+        )
     return pages
 
 
@@ -220,12 +227,18 @@ def readme_row(counts: dict) -> str:
 
 
 def scorecard() -> None:
-    """Regenerate book/scorecard.md, the README's chapter table and the instructors'
-    exercise table from results/ and results/sweeps/."""
-    pages = scorecard_pages()
+    """Regenerate every generated file (:func:`generated_pages`): the scorecard, the
+    README's chapter table and the instructors' exercise table from results/ and
+    results/sweeps/, and the chapters' Colab copies from notebooks/."""
+    pages = generated_pages()
     for path, text in pages.items():
-        path.write_text(text)
-    print(f"[tasks] scorecard: rewrote {len(pages)} pages from results/", flush=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+    stale = sorted(set((ROOT / "colab").glob("*.ipynb")) - set(pages))
+    for path in stale:  # the copy of a chapter that is no longer in the book
+        path.unlink()
+    print(f"[tasks] generate: {len(pages)} files up to date", flush=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -587,34 +600,52 @@ def assign(argv: list[str]) -> None:
 
 
 def set_repo() -> None:
-    """Point every notebook's Colab badge and install cell at the repository in
-    _config.yml."""
-    url = repo_url()
+    """Point every notebook's Colab link and install cell at the repository and
+    release in _config.yml (``repository: url:`` and ``release:``): the link opens the
+    chapter's Colab copy (colab/NN-slug.ipynb) at that release, the install cell
+    installs the library at that release, and the install cell is folded in the book
+    (tagged hide-input)."""
+    url, release = repo_config()
     slug = url.removeprefix("https://github.com/")
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")):
-        text = path.read_text()
-        text = re.sub(
-            r"colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/notebooks/",
-            f"colab.research.google.com/github/{slug}/blob/main/notebooks/",
-            text,
-        )
-        # The URL ends at a quote, an @ (a pinned ref) or a backslash (the JSON escape
-        # of the quote after it in the .ipynb text).
-        text = re.sub(
-            r"git\+https://github\.com/[^/\"'\\]+/[^/\"'@\\]+", f"git+{url}", text
-        )
-        path.write_text(text)
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            src = "".join(cell["source"])
+            new = re.sub(
+                r"https://colab\.research\.google\.com/github/[^)\s]+?/"
+                r"(?:notebooks|colab)/(\d\d-[a-z0-9-]+\.ipynb)",
+                rf"https://colab.research.google.com/github/{slug}/blob/{release}/"
+                r"colab/\1",
+                src,
+            )
+            new = re.sub(
+                r"git\+https://github\.com/[^/\"'\s]+/[^/\"'@\s]+(@[^\"'\s]+)?",
+                f"git+{url}@{release}",
+                new,
+            )
+            if new != src:
+                cell["source"] = new.splitlines(keepends=True)
+            if cell["cell_type"] == "code" and '"google.colab" in sys.modules' in new:
+                tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+                if "hide-input" not in tags:
+                    tags.append("hide-input")
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def repo_config() -> tuple[str, str]:
+    """(repository URL, release tag) from _config.yml's ``repository:`` section."""
+    text = (ROOT / "_config.yml").read_text()
+    url = re.search(r"^repository:\s*\n(?:\s+.*\n)*?\s+url:\s*(\S+)", text, re.M)
+    release = re.search(
+        r"^repository:\s*\n(?:\s+.*\n)*?\s+release:\s*(\S+)", text, re.M
+    )
+    if not (url and release):
+        sys.exit("_config.yml needs repository: url: and release:")
+    return url.group(1).rstrip("/"), release.group(1)
 
 
 def repo_url() -> str:
-    m = re.search(
-        r"^repository:\s*\n\s+url:\s*(\S+)",
-        (ROOT / "_config.yml").read_text(),
-        flags=re.M,
-    )
-    if not m:
-        sys.exit("_config.yml has no repository: url:")
-    return m.group(1).rstrip("/")
+    return repo_config()[0]
 
 
 # --------------------------------------------------------------------------------------
@@ -868,7 +899,8 @@ def test() -> None:
 COMMANDS = {
     "build": build,
     "test": test,
-    "scorecard": scorecard,
+    "generate": scorecard,
+    "scorecard": scorecard,  # the command's earlier name
     "set-repo": set_repo,
     "env": lambda: None,
     "sweep": sweep,

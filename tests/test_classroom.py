@@ -1,18 +1,19 @@
 """The classroom kit end to end, per chapter: generate the otter-grader assignment, then
 run and grade the student version three ways with otter itself.
 
-* as handed out (stubs): every check prints "not done yet", no cell fails, the chapter's
-  claims still run to the last cell, and the autograded score is 0;
+* as handed out (stubs): every check prints "not done yet", no cell fails, and the
+  autograded score is 0; the student version keeps every other code cell of the chapter
+  as it is, in order (so the chapter itself, which the test command runs once already,
+  is what the student runs);
 * with the reference solutions (otter's autograder notebook): full points;
 * with a wrong answer that runs (the reference's result perturbed): 1 point of 3 per
   check, and the feedback carries the check function's hint ("wrong: because ...").
 
-The stub grading executes the whole chapter. The other two differ from it only in the
-answer cells, so they run the slice of the chapter those cells need
+Each grading runs only the slice of the chapter the graded cells need
 (:func:`exercise_slice`): the chapter's own cells that define a name the answers, their
-checks or otter's cells use, and so on back. That keeps the kit's cost near one
-execution per chapter instead of three. It runs as its own step of the test command
-(``-m classroom``), two chapters at a time.
+checks or otter's cells use, and so on back. The whole chapter runs once already in the
+test command's chapter step; grading its exercises does not run it again. It runs as
+its own step of the test command (``-m classroom``), two chapters at a time.
 """
 
 from __future__ import annotations
@@ -210,9 +211,28 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(
         )
     assert text.count("raise NotImplementedError") >= len(coding)
 
-    # 1. As handed out: nothing crashes, the claims run to the end, every check is
-    #    "not done yet".
-    stub = grade(student_path, folder)
+    # The student version is the chapter: every code cell but the exercise stubs (and
+    # the install cell, which also installs otter) is there, unchanged and in order.
+    ours = [
+        c.source
+        for c in chapter_nb.cells
+        if c.cell_type == "code"
+        and "exercise" not in c.metadata.get("tags", [])
+        and "google.colab" not in c.source
+    ]
+    theirs = iter(c.source for c in student.cells if c.cell_type == "code")
+    missing = [src for src in ours if not any(src == t for t in theirs)]
+    assert not missing, (
+        f"cells changed or dropped in the student version: {missing[:1]}"
+    )
+
+    # 1. As handed out: nothing crashes, every check is "not done yet", 0 points.
+    stub_nb = nbformat.read(student_path, as_version=4)
+    exercise_slice(stub_nb)
+    stub_path = tmp_path / "stub" / f"{chapter}.ipynb"
+    stub_path.parent.mkdir()
+    nbformat.write(stub_nb, stub_path)
+    stub = grade(stub_path, folder)
     assert stub.total == 0 and stub.possible == sum(points.values())
     executed = outputs(stub.notebook)
     n_checks = sum(
@@ -221,13 +241,6 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(
         if c.cell_type == "code" and "exercise" in c.metadata.get("tags", [])
     )
     assert sum("not done yet" in o for o in executed) >= n_checks
-    # (otter appends its own grading cells after the chapter's last one)
-    last = [
-        c
-        for c in stub.notebook.cells
-        if c.cell_type == "code" and "log.finish()" in c.source
-    ]
-    assert last and last[-1].outputs, "the chapter ran to its last cell"
 
     # 2. The reference solutions (otter's autograder notebook), on the slice the answers
     # need: full points.

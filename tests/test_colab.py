@@ -1,6 +1,7 @@
 """Chapters run as a Colab reader runs them: outside the clone, in a clean environment.
 
-A virtual environment gets only what Colab ships (torch, numpy, scipy, matplotlib,
+The notebook run is the chapter's Colab copy (colab/NN-slug.ipynb, what its "Open in
+Colab" link opens). A virtual environment gets only what Colab ships (torch, numpy, scipy, matplotlib,
 scikit-learn, pandas, tqdm, ipywidgets, ipykernel, and what those need), at the lock's
 versions. A chapter is copied to a folder outside the clone and executed there in a
 kernel of that environment, with a stand-in ``google.colab`` module so that its install
@@ -110,9 +111,11 @@ def colab_env(tmp_path_factory) -> Path:
 
 
 def colab_copy(chapter: str, folder: Path) -> Path:
-    """The chapter, with its install cell pointed at this working tree, a stand-in
-    google.colab module before it, and a last cell that says where iclr26 came from."""
-    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    """The chapter's Colab copy (colab/NN-slug.ipynb: what its "Open in Colab" link
+    opens), with its install cell pointed at this working tree instead of the
+    release, a stand-in google.colab module before it, and a last cell that says where
+    iclr26 came from."""
+    nb = json.loads((ROOT / "colab" / f"{chapter}.ipynb").read_text())
     cells = nb["cells"]
     install = next(
         i
