@@ -591,10 +591,14 @@ def assign(argv: list[str]) -> None:
     for ch in dict.fromkeys(resolve_chapters(names)):
         folder = classroom.assign(ROOT / "notebooks" / f"{ch}.ipynb", out)
         points = classroom.question_points(folder)
+        written = classroom.written_questions(ROOT / "notebooks" / f"{ch}.ipynb")
+        auto = sum(points.values())
+        hand = classroom.WRITTEN_POINTS * len(written)
         print(
             f"[assign] {folder}: student/{ch}.ipynb, autograder "
-            f"{classroom.autograder_zip(folder).name}; "
-            f"{sum(points.values()):g} autograded points in {len(points)} questions",
+            f"{classroom.autograder_zip(folder).name}; {auto + hand:g} points: "
+            f"{auto:g} autograded in {len(points)} questions, {hand:g} in "
+            f"{len(written)} written questions graded by hand",
             flush=True,
         )
 
