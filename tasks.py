@@ -162,6 +162,7 @@ def generated_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
         chapter_hashes,
         load_sweeps,
         scorecard_markdown,
+        scorecard_svg,
         sweep_usable,
     )
 
@@ -171,8 +172,20 @@ def generated_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
     hashes = {ch: chapter_hashes(ROOT, ch) for ch in chapters}
     pages = {}
     page = (ROOT / "book" / "scorecard.md").read_text()
+    figure = (
+        "```{figure} scorecard.svg\n:name: fig-scorecard\n:alt: the scorecard as a "
+        "figure\n\nEach chapter's headline claims (a square each) and all its paper "
+        "claims (the bar, with their number), by outcome: reproduced (green), not "
+        "reproduced (vermillion), untestable here (grey), held but not asserted "
+        "(orange). Hover a square for the claim.\n```\n\n"
+    )
     pages[ROOT / "book" / "scorecard.md"] = replace_between(
-        page, "scorecard", scorecard_markdown(chapters, results, sweeps, hashes)
+        page,
+        "scorecard",
+        figure + scorecard_markdown(chapters, results, sweeps, hashes),
+    )
+    pages[ROOT / "book" / "scorecard.svg"] = scorecard_svg(
+        chapters, results, sweeps, hashes
     )
     rows = [
         "| chapter | headline claims | all paper claims | checks |",

@@ -322,3 +322,43 @@ def test_internal_links():
     proc = subprocess.run(cmd + pages, capture_output=True, text=True, cwd=SITE)
     tail = "\n".join(proc.stdout.splitlines()[-40:])
     assert proc.returncode == 0, f"broken internal links:\n{tail}"
+
+
+def book_pages_in_order() -> list[Path]:
+    """The site's pages in the order of _toc.yml: the root first."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [
+        ch["file"] for part in toc["parts"] for ch in part["chapters"]
+    ]
+    return [SITE / f"{f}.html" for f in files]
+
+
+def test_whole_book_pdf(browser):
+    """The whole book as one PDF, _build/book.pdf: every page of the site printed by the
+    browser (its print styles drop the navigation), in the order of the table of
+    contents, joined with pypdf."""
+    import base64
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    need_site()
+    writer = PdfWriter()
+    pages = book_pages_in_order()
+    for page in pages:
+        assert page.is_file(), f"{page} is not in the site"
+        browser.get(page.as_uri())
+        browser.execute_async_script(INSPECT)  # math typeset, images loaded
+        pdf = browser.execute_cdp_cmd(
+            "Page.printToPDF",
+            {"printBackground": True, "paperWidth": 8.27, "paperHeight": 11.69},
+        )
+        for p in PdfReader(io.BytesIO(base64.b64decode(pdf["data"]))).pages:
+            writer.add_page(p)
+    out = ROOT / "_build" / "book.pdf"
+    with out.open("wb") as f:
+        writer.write(f)
+    n = len(PdfReader(out).pages)
+    assert n > 10 * len(pages) // 2, f"the book's PDF has only {n} pages"
