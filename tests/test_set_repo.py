@@ -21,9 +21,9 @@ def load_tasks(root: Path):
 def test_set_repo_round_trip(tmp_path):
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
     config = (ROOT / "_config.yml").read_text()
-    ours = config.split("url:")[1].split()[0]
-    fork = "https://github.com/someone-else/fork-of-the-book"
     tasks = load_tasks(tmp_path)
+    ours = load_tasks(ROOT).repo_config()[0]  # the url: line, not a comment naming it
+    fork = "https://github.com/someone-else/fork-of-the-book"
 
     (tmp_path / "_config.yml").write_text(config.replace(ours, fork))
     tasks.set_repo()
