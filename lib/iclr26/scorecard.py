@@ -851,6 +851,11 @@ def cpu_words(sweep: dict | None) -> str:
     )
 
 
+def chapter_link(chapter: str) -> str:
+    """A Markdown link from book/scorecard.md to the chapter's page."""
+    return f"[{chapter}](../notebooks/{chapter}.ipynb)"
+
+
 def scorecard_markdown(
     chapters: Sequence[str],
     results: dict[tuple[str, str], dict],
@@ -892,7 +897,7 @@ def scorecard_markdown(
         total_time += (rec or {}).get("runtime_s") or 0.0
         swept += usable
         rows.append(
-            f"| {ch} | {short(n, 'headline ')} | {short(n, '')} | "
+            f"| {chapter_link(ch)} | {short(n, 'headline ')} | {short(n, '')} | "
             f"{n['checks_passed']}/{n['checks']} | {_runtime(rec)} | "
             f"{_sweep_words(sweep, sweep is not None and not usable)} |"
         )
@@ -906,7 +911,7 @@ def scorecard_markdown(
                     if k.get("variant_of") == c["id"] and k["id"] in verdicts
                 ]
                 heads.append(
-                    f"| {ch} | **{c['id']}** {cell(c['text'])} | {v['bin']} | "
+                    f"| {chapter_link(ch)} | **{c['id']}** {cell(c['text'])} | {v['bin']} | "
                     f"{cell(v['why']) or '—'} | {cell('; '.join(variants)) or '—'} |"
                 )
     rows.append(
@@ -931,7 +936,7 @@ def scorecard_markdown(
         *heads,
     ]
     for ch in chapters:
-        lines += ["", f"## {ch}", ""]
+        lines += ["", f"## {ch}", "", f"The chapter: {chapter_link(ch)}.", ""]
         recs = [r for (c, _), r in sorted(results.items()) if c == ch]
         if not recs:
             lines.append(
