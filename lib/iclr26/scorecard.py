@@ -911,7 +911,8 @@ def scorecard_markdown(
                     if k.get("variant_of") == c["id"] and k["id"] in verdicts
                 ]
                 heads.append(
-                    f"| {chapter_link(ch)} | **{c['id']}** {cell(c['text'])} | {v['bin']} | "
+                    f"| {chapter_link(ch)} | **{c['id']}** {cell(c['text'])} | "
+                    f"{v['bin']} | "
                     f"{cell(v['why']) or '—'} | {cell('; '.join(variants)) or '—'} |"
                 )
     rows.append(
@@ -926,12 +927,14 @@ def scorecard_markdown(
         else ""
     )
     lines = [
+        "## Summary",
+        "",
         f"Counts are *reproduced · not reproduced · untestable here* of the total{nc}.",
         "",
         *head,
         *rows,
         "",
-        "### Headline claims, and the variants that serve them",
+        "## Headline claims, and the variants that serve them",
         "",
         *heads,
     ]
