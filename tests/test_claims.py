@@ -249,7 +249,8 @@ def test_pipes_in_claim_text_do_not_break_tables(tmp_path):
     )
     log = ClaimLog("01-demo", [c], scale="ci", seed=0, results_dir=tmp_path)
     log.check("abs", 0.5)
-    row = [r for r in log.table().splitlines() if r.startswith("| **abs**")][0]
+    rows = log.table().splitlines()
+    row = [r for r in rows if r.startswith('| <span id="claim-abs"></span>**abs**')][0]
     # 3 columns, only the escaped pipes are literal
     assert row.count("|") - row.count("\\|") == 4
 
@@ -657,8 +658,10 @@ def test_counts_and_summary_on_hand_made_records(tmp_path):
     chapter = md.split("## 01-demo")[1]
     assert "held at 2/5" in chapter and "held at 5/5" in chapter
     assert "planted case of rank1" in chapter and "Diagnostics" in chapter
-    assert chapter.index("**rank1** (headline)") < chapter.index("↳ noise")
-    assert chapter.index("↳ noise") < chapter.index("| gap ")
+    link = '<a href="../notebooks/01-demo.html#claim-{0}">{0}</a>'
+    assert f"**{link.format('rank1')}** (headline)" in chapter  # to the claim's row
+    assert chapter.index("(headline)") < chapter.index(f"↳ {link.format('noise')}")
+    assert chapter.index("↳ <a") < chapter.index(f"| {link.format('gap')} ")
     assert "4 (depth 2 instead of 3)" in chapter and "none: a closed form" in chapter
     assert "No recorded run" in md.split("## 02-other")[1]
     assert "✅" not in md and "❌" not in md

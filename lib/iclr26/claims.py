@@ -437,6 +437,17 @@ def fingerprint(*arrays) -> str:
     return h.hexdigest()[:16]
 
 
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's row in its chapter's claims table (the scorecard links
+    to it): ``claim-`` and the id, with anything but letters, digits, - and _ as -."""
+    return "claim-" + re.sub(r"[^A-Za-z0-9_-]", "-", claim_id)
+
+
+def anchor(claim_id: str) -> str:
+    """An empty HTML element carrying :func:`claim_anchor`, for a table cell."""
+    return f'<span id="{claim_anchor(claim_id)}"></span>'
+
+
 class Checked(float):
     """The measured value a check returns: a float that shows, in a notebook, how its
     claim fared."""
@@ -643,7 +654,9 @@ class ClaimLog:
                 power = planted.get(c.id) or (
                     f"none: {c.no_power}" if c.no_power else "none yet"
                 )
-                name = f"**{c.id}**" + (f" (of {c.variant_of})" if c.variant_of else "")
+                name = f"{anchor(c.id)}**{c.id}**" + (
+                    f" (of {c.variant_of})" if c.variant_of else ""
+                )
                 out.append(
                     f"| {name}: {cell(c.text)} | {cell(where)} | {cell(passes)} | "
                     f"{cell(ctrl)} | {cell(power)} |"
@@ -682,8 +695,8 @@ class ClaimLog:
                     "" if c.asserted else " (reported, not asserted)"
                 )
                 out.append(
-                    f"| **{c.id}**{tag}: {cell(c.text)} | {cell(c.measure)} | "
-                    f"{passes} |"
+                    f"| {anchor(c.id)}**{c.id}**{tag}: {cell(c.text)} | "
+                    f"{cell(c.measure)} | {passes} |"
                 )
         diags = [c for c in cs if c.role == "diagnostic"]
         if diags:
@@ -697,7 +710,7 @@ class ClaimLog:
             ]
             for c in diags:
                 out.append(
-                    f"| **{c.id}**: {cell(c.text)} | {cell(c.measure)} | "
+                    f"| {anchor(c.id)}**{c.id}**: {cell(c.text)} | {cell(c.measure)} | "
                     f"{c.op} {fmt(c.threshold)} |"
                 )
         return "\n".join(out).strip()

@@ -41,7 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from .claims import OPS, cell, fmt, verdict
+from .claims import OPS, cell, claim_anchor, fmt, verdict
 
 MIN_SWEEP_SEEDS = 5
 # Chapters average over seeds derived from SEED (SEED, SEED + 1, ...), so sweep seeds 0,
@@ -856,6 +856,14 @@ def chapter_link(chapter: str) -> str:
     return f"[{chapter}](../notebooks/{chapter}.ipynb)"
 
 
+def claim_link(chapter: str, claim_id: str) -> str:
+    """A link from book/scorecard.md to the claim's row in the chapter's claims table
+    (raw HTML: the row's anchor is in a cell output, where Sphinx cannot see it; the
+    site test checks that every such anchor exists)."""
+    href = f"../notebooks/{chapter}.html#{claim_anchor(claim_id)}"
+    return f'<a href="{href}">{claim_id}</a>'
+
+
 def scorecard_markdown(
     chapters: Sequence[str],
     results: dict[tuple[str, str], dict],
@@ -991,10 +999,11 @@ def scorecard_markdown(
                     else:
                         ctrl = "—"
                     v = verdicts[c["id"]]
+                    link = claim_link(ch, c["id"])
                     name = (
-                        f"**{c['id']}** (headline)"
+                        f"**{link}** (headline)"
                         if c.get("headline")
-                        else (f"↳ {c['id']}" if c.get("variant_of") else f"{c['id']}")
+                        else (f"↳ {link}" if c.get("variant_of") else link)
                     )
                     paper_fig = c.get("paper", "—")
                     text = cell(c["text"]) + (
