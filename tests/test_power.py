@@ -377,6 +377,26 @@ def test_a_module_imported_only_indirectly_is_hashed(tmp_path):
     assert chapter_hashes(tmp_path, "17-siren") == chapter_hashes(tmp_path, "17-siren")
 
 
+def test_the_colab_install_cell_is_not_hashed_and_nothing_hides_in_it(tmp_path):
+    """The install cell runs only in Colab: pointing it at another release leaves the
+    sweep fresh; a statement added beside its guard counts like any code."""
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "lib" / "iclr26").mkdir(parents=True)
+    (tmp_path / "lib" / "iclr26" / "core.py").write_text("X = 1\n")
+
+    def hashes(install: str) -> str:
+        cells = [install, "from iclr26 import core\nx = 1\n"]
+        nb = {"cells": [{"cell_type": "code", "source": [c]} for c in cells]}
+        (tmp_path / "notebooks" / "01-demo.ipynb").write_text(json.dumps(nb))
+        return chapter_hashes(tmp_path, "01-demo")["notebook"]
+
+    guard = 'import sys\n\nif "google.colab" in sys.modules:\n    pip("{}")\n'
+    h = hashes(guard.format("git+https://github.com/a/b@v0.1.0"))
+    assert hashes(guard.format("git+https://github.com/fork/b@v9")) == h
+    assert hashes(guard.format("x") + "SEED = 1\n") != h
+    assert hashes(guard.replace("in sys", "not in sys").format("x")) != h
+
+
 def test_seeded_blocks_depend_on_their_seed_only():
     before = torch.get_rng_state()
     with seeded(7):

@@ -199,6 +199,27 @@ def normalised_code(src: str) -> str:
     return ast.dump(tree)
 
 
+def colab_only(src: str) -> bool:
+    """True for the chapter's install cell: nothing but imports and one ``if
+    "google.colab" in sys.modules:`` block. Outside Colab it does nothing, so it cannot
+    change a recorded number, and the sweep hashes leave it out (pointing it at another
+    release or fork does not make a sweep stale). Any other statement in the cell, and
+    it counts like every other cell."""
+    try:
+        body = ast.parse(src).body
+    except SyntaxError:
+        return False
+    guards = [
+        n
+        for n in body
+        if isinstance(n, ast.If)
+        and ast.unparse(n.test) == "'google.colab' in sys.modules"
+        and not n.orelse
+    ]
+    rest = [n for n in body if not isinstance(n, (ast.Import, ast.ImportFrom))]
+    return len(guards) == 1 and rest == guards
+
+
 def chapter_hashes(root: str | Path, chapter: str) -> dict:
     """``{"notebook": sha256, "library": sha256, "library_files": [...]}`` for
     ``chapter``, over the :func:`normalised_code` of each code cell and each
@@ -217,7 +238,7 @@ def chapter_hashes(root: str | Path, chapter: str) -> dict:
     cells = json.loads(notebook.read_text())["cells"]
     nb = hashlib.sha256()
     for c in cells:
-        if c["cell_type"] == "code":
+        if c["cell_type"] == "code" and not colab_only("".join(c["source"])):
             nb.update(normalised_code("".join(c["source"])).encode() + b"\0")
     return {
         "notebook": nb.hexdigest(),
