@@ -487,8 +487,10 @@ def test_more_bad_inputs():
         br.swap_mode_contrast(tr.x0, tr.target, tr.nontarget, radius=-1.0)
     with pytest.raises(ValueError, match="min_sep"):
         br.swap_mode_contrast(tr.x0, tr.target, tr.nontarget, min_sep=4.0)
-    with pytest.raises(ValueError, match="length"):
+    with pytest.raises(TypeError, match="length"):
         br.distance_profile(0.2, True)
+    with pytest.raises(ValueError, match="length"):
+        br.distance_profile(0.2, -1.0)
     with pytest.raises(TypeError, match="Trials"):
         br.conditional_mean(torch.zeros(3, 2))
 
@@ -512,3 +514,65 @@ def test_same_trials_for_every_method(monkeypatch):
     assert len(seen["ddpm"]) == 3
     for m in ("mse", "mm"):
         assert all(torch.equal(a, b) for a, b in zip(seen["ddpm"], seen[m]))
+
+
+def test_one_peak_smear_has_one_peak_and_the_planned_mass_past_the_midpoint():
+    # the null case of the second-mode test: one peak at the cued colour, falling
+    # monotonically toward the other colour, with `mass` of it past the midpoint
+    g = gen(21)
+    K, M = 3, 200_000
+    tgt = torch.tensor([0.0, 1.0, -2.0])
+    oth = tgt + torch.tensor([2.0, -1.8, 1.6])
+    reach = br.smear_reach(0.2)
+    assert reach == pytest.approx(0.5 / 1.2815516, rel=1e-6)
+    x = br.one_peak_smear(tgt, oth, M, reach, 1e6, g)  # no blur: the angle alone
+    assert x.shape == (K, M, 2)
+    frac = br.wrap(br.angle(x) - tgt[:, None]) / br.wrap(oth - tgt)[:, None]
+    # on the side of the other colour (up to the blur, and a far tail that wraps)
+    assert (frac > -0.01).float().mean() > 0.999
+    past = (frac > 0.5).float().mean(1)
+    assert torch.allclose(past, torch.full((K,), 0.2), atol=0.005)
+    # the density of the position along the arc falls bin by bin: one peak
+    hist = torch.histc(frac[0], bins=10, min=0.0, max=1.0)
+    assert (hist.diff() < 0).all()
+    with pytest.raises(ValueError, match="reach"):
+        br.one_peak_smear(tgt, oth, 5, 0.0, 5.0)
+    with pytest.raises(ValueError, match="mass"):
+        br.smear_reach(1.0)
+
+
+def test_training_seeds_are_what_train_draws_from():
+    s = br.training_seeds(7)
+    assert s == {"init": 7, "data": 1_000_010, "noise": 2_000_010}
+    with pytest.raises(TypeError, match="seed"):
+        br.training_seeds(1.5)
+
+
+def test_seeded_functions_do_not_depend_on_call_order_or_global_state():
+    # a net's training and a draw of trials depend on their own seed or generator
+    # only: the same numbers in either order, with an unrelated global draw between
+    kw = dict(N=8, hidden=8, iters=3, batch=4, T=10, n_stim=1, n_delay=1)
+
+    def net_out():
+        net, _, losses = br.train("mm", seed=3, **kw)
+        return torch.cat([p.detach().flatten() for p in net.parameters()]), losses
+
+    def trials():
+        return br.make_trials(16, generator=gen(5)).x0
+
+    torch.manual_seed(123)
+    a1, l1 = net_out()
+    torch.rand(7)
+    b1 = trials()
+    state = torch.get_rng_state()
+    torch.manual_seed(456)
+    b2 = trials()
+    torch.randn(3)
+    a2, l2 = net_out()
+    assert torch.equal(a1, a2) and l1 == l2 and torch.equal(b1, b2)
+    # and building a net leaves the caller's global stream where it was
+    torch.set_rng_state(state)
+    before = torch.rand(3)
+    torch.set_rng_state(state)
+    br.LeakyRNN(8, hidden=8, generator=gen(1))
+    assert torch.equal(torch.rand(3), before)

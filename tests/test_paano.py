@@ -7,6 +7,7 @@ import pytest
 import torch
 from nbexercise import exercise_parts
 
+from iclr26.numerics import n_params
 from iclr26.paano import (
     ANOMALY_KINDS,
     PaAno,
@@ -21,7 +22,6 @@ from iclr26.paano import (
     load_tsb_ad_csv,
     load_tsb_ad_folder,
     make_synthetic_series,
-    n_parameters,
     patch_scores_to_points,
     pretext_loss,
     pretext_weight,
@@ -372,8 +372,8 @@ def test_paano_fit_score_shapes_and_training_patch_scores_zero():
     assert sc.shape == (600,) and torch.isfinite(sc).all() and (sc >= 0).all()
     # every training patch is in the bank
     assert model.patch_scores(s.x_train).abs().max() < 1e-5
-    assert model.n_parameters() == n_parameters(model.encoder) + n_parameters(
-        model.head
+    assert model.n_parameters() == n_params(model.encoder, True) + n_params(
+        model.head, True
     )
     with pytest.raises(ValueError):
         model.score(np.zeros((600, 2), dtype=np.float32))
@@ -413,3 +413,63 @@ def test_metrics_perfect_score_and_errors():
         vus_pr(np.zeros(399), y, 10)
     with pytest.raises(ValueError):
         auc_pr(np.zeros(400), np.zeros(400))
+
+
+def test_correct_errors_corrects_a_share_of_the_anomalies():
+    # the planted stand-in: B with its errors corrected on a share of the anomalies
+    from iclr26.paano import correct_errors
+
+    y = np.zeros(100, dtype=int)
+    ranges = [(10, 15), (40, 43), (70, 80)]
+    for a, b in ranges:
+        y[a:b] = 1
+    s = np.random.default_rng(0).random(100)
+    out = correct_errors(s, y, 1 / 3, seed=1)
+    hit = [(a, b) for a, b in ranges if (out[a:b] == s.max()).all()]
+    assert len(hit) == 1  # one range of three, every step of it at the top score
+    changed = set(np.flatnonzero(out != s).tolist())
+    assert changed <= set(range(*hit[0]))
+    assert auc_pr(out, y) > auc_pr(s, y)
+    assert (correct_errors(s, y, 1.0)[y == 1] == s.max()).all()
+    assert np.array_equal(
+        correct_errors(s, y, 0.5, seed=3), correct_errors(s, y, 0.5, 3)
+    )
+    with pytest.raises(ValueError, match="share"):
+        correct_errors(s, y, 0.0)
+    with pytest.raises(TypeError, match="seed"):
+        correct_errors(s, y, 0.5, seed=1.5)
+    with pytest.raises(ValueError, match="at least one anomaly"):
+        correct_errors(s, np.zeros(100, dtype=int), 0.5)
+
+
+def test_seeded_functions_do_not_depend_on_call_order_or_global_state():
+    # a fit depends on its seed only, a series on its seed only: the same numbers in
+    # either order, with unrelated global draws between
+    s = make_synthetic_series(4, n_train=600, n_test=1200, period=20, length=(10, 30))
+
+    def fit():
+        return PaAno(TINY).fit(s.x_train, seed=3).score(s.x_test)
+
+    def draw():
+        return make_synthetic_series(
+            5, n_train=600, n_test=1200, period=20, length=(10, 30)
+        ).x_test
+
+    torch.manual_seed(1)
+    a1 = fit()
+    torch.rand(3)
+    np.random.rand(2)
+    b1 = draw()
+    state = torch.get_rng_state()
+    torch.manual_seed(2)
+    b2 = draw()
+    torch.randn(5)
+    a2 = fit()
+    assert torch.equal(a1, a2) and np.array_equal(b1, b2)
+    # and neither fitting nor counting parameters moves the caller's global stream
+    torch.set_rng_state(state)
+    before = torch.rand(3)
+    torch.set_rng_state(state)
+    PaAno(TINY).fit(s.x_train, seed=3, train=False)
+    PaAno(TINY).n_parameters()
+    assert torch.equal(torch.rand(3), before)

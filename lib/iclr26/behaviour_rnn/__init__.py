@@ -49,9 +49,11 @@ from .mixture import (
 )
 from .modes import (
     gaussian_like,
+    one_peak_smear,
     pick_stimuli,
     repeat_stimuli,
     second_mode,
+    smear_reach,
     two_mode_like,
 )
 from .rnn import (
@@ -64,6 +66,7 @@ from .rnn import (
     mse_loss,
     sample_responses,
     train,
+    training_seeds,
 )
 from .task import (
     N_IN,
@@ -100,6 +103,7 @@ __all__ = [
     "moment_matching_loss",
     "sample_responses",
     "train",
+    "training_seeds",
     "vm_logpdf",
     "fit_swap_mixture",
     "angle",
@@ -113,4 +117,6 @@ __all__ = [
     "second_mode",
     "gaussian_like",
     "two_mode_like",
+    "one_peak_smear",
+    "smear_reach",
 ]

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ._base import Tensor, _int, _prob, _tensor
+from ..validate import as_float, as_int, as_tensor
+from ._base import Tensor
 
 
 @dataclass
@@ -36,7 +37,7 @@ def ddpm_schedule(
 ) -> Schedule:
     """A linear schedule β_s from ``beta_min`` to ``beta_max`` (defaults 0.2/T and 8/T,
     so that ᾱ_T ≈ 0.01 whatever T: the chain ends close to N(0, I))."""
-    T = _int(T, "T", 2)
+    T = as_int(T, "T", lo=2)
     beta_min = 0.2 / T if beta_min is None else beta_min
     beta_max = 8.0 / T if beta_max is None else beta_max
     for v, n in ((beta_min, "beta_min"), (beta_max, "beta_max")):
@@ -78,7 +79,10 @@ def _step_index(s, sched: Schedule) -> Tensor:
 def q_sample(x0: Tensor, s, sched: Schedule, noise: Tensor) -> Tensor:
     """x_s = √ᾱ_s x0 + √(1 − ᾱ_s) ε (one jump from x0). x0, noise: (..., D); s: int or
     (...)."""
-    x0, noise = _tensor(x0, "x0"), _tensor(noise, "noise")
+    x0, noise = (
+        as_tensor(x0, "x0", floating=True),
+        as_tensor(noise, "noise", floating=True),
+    )
     if x0.shape != noise.shape:
         raise ValueError(
             "x0 and noise must have the same shape, got "
@@ -95,7 +99,7 @@ def forward_chain(x0: Tensor, sched: Schedule, generator=None) -> Tensor:
     """A forward-process trajectory x_0 → x_1 → … → x_T, each step x_s = √α_s x_{s−1} +
     √β_s ε_s. x0: (B, D) → (T + 1, B, D), entry s is x_s. This is the sequence the RNN
     is teacher-forced to (in reverse order)."""
-    x0 = _tensor(x0, "x0")
+    x0 = as_tensor(x0, "x0", floating=True)
     eps = torch.randn((sched.T,) + tuple(x0.shape), generator=generator).to(x0)
     xs = [x0]
     for s in range(1, sched.T + 1):
@@ -108,7 +112,7 @@ def posterior(x0: Tensor, xs: Tensor, s, sched: Schedule) -> tuple[Tensor, Tenso
     μ̃ = √ᾱ_{s−1} β_s/(1 − ᾱ_s) · x_0 + √α_s (1 − ᾱ_{s−1})/(1 − ᾱ_s) · x_s,
     β̃ = (1 − ᾱ_{s−1})/(1 − ᾱ_s) · β_s.   x0, xs: (..., D); s: int or (...).
     Returns (μ̃ (..., D), β̃ (...) or a 0-d tensor)."""
-    x0, xs = _tensor(x0, "x0"), _tensor(xs, "xs")
+    x0, xs = as_tensor(x0, "x0", floating=True), as_tensor(xs, "xs", floating=True)
     if x0.shape != xs.shape:
         raise ValueError(
             "x0 and xs must have the same shape, got "
@@ -143,9 +147,9 @@ def gmm_posterior_mean(
     means: (B, K, D) or (K, D); weights: (B, K) or (K,). Returns (B, D)."""
     s = int(_step_index(s, sched))
     xs, means, weights = (
-        _tensor(xs, "xs", ndim=2),
-        _tensor(means, "means"),
-        _tensor(weights, "weights"),
+        as_tensor(xs, "xs", ndim=2, floating=True),
+        as_tensor(means, "means", floating=True),
+        as_tensor(weights, "weights", floating=True),
     )
     if bool((weights < 0).any()) or not torch.allclose(
         weights.sum(-1),
@@ -165,7 +169,7 @@ def gmm_posterior_mean(
             f"weights must have one entry per component (K = "
             f"{means.shape[-2]}); got shape {tuple(weights.shape)}"
         )
-    sd = _prob(sd, "sd", 0.0, 1e3)
+    sd = as_float(sd, "sd", lo=0.0, hi=1e3)
     ab = sched.alpha_bar[s]
     var = ab * sd**2 + (1 - ab)  # x_s | k ~ N(√ᾱ m_k, var I)
     if means.ndim == 2:
@@ -188,7 +192,7 @@ def ancestral_sample(mean_fn, xT: Tensor, sched: Schedule, generator=None) -> Te
         raise TypeError(
             f"mean_fn must be callable (x_s, s) -> mean, got {type(mean_fn).__name__}"
         )
-    x = _tensor(xT, "xT", ndim=2)
+    x = as_tensor(xT, "xT", ndim=2, floating=True)
     for s in range(sched.T, 0, -1):
         z = torch.randn(tuple(x.shape), generator=generator).to(x)
         x = mean_fn(x, s) + sched.post_var[s].sqrt() * z

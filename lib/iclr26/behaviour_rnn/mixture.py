@@ -4,11 +4,11 @@ response measures built on it or on the response plane."""
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 
-from ._base import Tensor, _int, _tensor, unit, wrap
+from ..validate import as_float, as_int, as_tensor, check_positive
+from ._base import Tensor, unit, wrap
 from .task import Trials
 
 
@@ -37,7 +37,7 @@ def fit_swap_mixture(
     response, target, nontarget: (B,) angles. Returns floats w_target, w_swap, w_guess,
     kappa, and loglik (mean per trial)."""
     for x, n in ((response, "response"), (target, "target"), (nontarget, "nontarget")):
-        _tensor(x, n, ndim=1)
+        as_tensor(x, n, ndim=1, floating=True)
     if not response.shape == target.shape == nontarget.shape:
         raise ValueError("response, target and nontarget must all have shape (B,)")
     for x, n in ((response, "response"), (target, "target"), (nontarget, "nontarget")):
@@ -51,7 +51,7 @@ def fit_swap_mixture(
             "target and nontarget coincide on some trials: the target and "
             "swap components cannot be told apart there"
         )
-    iters = _int(iters, "iters")
+    iters = as_int(iters, "iters", lo=1)
     e_t, e_s = wrap(response - target), wrap(response - nontarget)
     dt = torch.float64
     e_t, e_s = e_t.to(dt), e_s.to(dt)
@@ -90,7 +90,7 @@ def fit_swap_mixture(
 
 def angle(x: Tensor) -> Tensor:
     """(B, 2) responses → (B,) angles."""
-    x = _tensor(x, "x", last=2)
+    x = as_tensor(x, "x", last=2, floating=True)
     return torch.atan2(x[..., 1], x[..., 0])
 
 
@@ -110,22 +110,11 @@ def swap_mode_contrast(
     conditional mean (nearer the cued colour) makes it ≤ 0; a broad unimodal cloud can
     land on either side of 0, and so can a two-peaked one with broad peaks. response:
     (B, 2) points; target, nontarget: (B,) colour angles."""
-    if (
-        isinstance(radius, bool)
-        or not isinstance(radius, numbers.Real)
-        or not math.isfinite(radius)
-        or radius <= 0
-    ):
-        raise ValueError(f"radius must be a positive float, got {radius!r}")
-    if (
-        isinstance(min_sep, bool)
-        or not isinstance(min_sep, numbers.Real)
-        or not 0 <= min_sep <= math.pi
-    ):
-        raise ValueError(f"min_sep must be an angle in [0, π], got {min_sep!r}")
-    _tensor(response, "response", last=2, ndim=2)
+    radius = check_positive("radius", radius)
+    min_sep = as_float(min_sep, "min_sep", lo=0.0, hi=math.pi)
+    as_tensor(response, "response", last=2, ndim=2, floating=True)
     for x, n in ((target, "target"), (nontarget, "nontarget")):
-        _tensor(x, n, ndim=1)
+        as_tensor(x, n, ndim=1, floating=True)
     if not response.shape[0] == target.shape[0] == nontarget.shape[0]:
         raise ValueError("response (B, 2), target (B,) and nontarget (B,) must share B")
     keep = wrap(nontarget - target).abs() >= min_sep
@@ -145,10 +134,10 @@ def swap_by_distance(
 ) -> tuple[Tensor, Tensor]:
     """The fitted swap weight in ``n_bins`` equal bins of location distance d ∈ [0, π].
     response: (B, 2). Returns (bin centres (n_bins,), swap weights (n_bins,))."""
-    n_bins = _int(n_bins, "n_bins", 2)
+    n_bins = as_int(n_bins, "n_bins", lo=2)
     if not isinstance(trials, Trials):
         raise TypeError(f"trials must be a Trials batch, got {type(trials).__name__}")
-    response = _tensor(response, "response", last=2, ndim=2)
+    response = as_tensor(response, "response", last=2, ndim=2, floating=True)
     if response.shape[0] != len(trials):
         raise ValueError(
             f"response must have shape ({len(trials)}, 2), one row per "

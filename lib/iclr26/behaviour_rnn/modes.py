@@ -10,12 +10,12 @@ tell a second mode from a broad one."""
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import torch
 
-from ._base import Tensor, _int, _prob, _tensor, unit, wrap
+from ..validate import as_float, as_int, as_tensor, check_positive
+from ._base import Tensor, unit, wrap
 from .task import Trials
 
 
@@ -24,8 +24,8 @@ def pick_stimuli(trials: Trials, K: int, min_sep: float = math.pi / 2) -> Tensor
     apart (so that a mode at each colour could be told apart)."""
     if not isinstance(trials, Trials):
         raise TypeError(f"trials must be a Trials batch, got {type(trials).__name__}")
-    K = _int(K, "K")
-    min_sep = _prob(min_sep, "min_sep", 0.0, math.pi)
+    K = as_int(K, "K", lo=1)
+    min_sep = as_float(min_sep, "min_sep", lo=0.0, hi=math.pi)
     ok = torch.nonzero(wrap(trials.nontarget - trials.target).abs() >= min_sep)[:, 0]
     if ok.numel() < K:
         raise ValueError(
@@ -50,8 +50,8 @@ def repeat_stimuli(
         raise ValueError(f"idx must be 1-d and non-empty, got shape {tuple(idx.shape)}")
     if int(idx.min()) < 0 or int(idx.max()) >= len(trials):
         raise ValueError(f"idx must lie in 0 … {len(trials) - 1}")
-    M = _int(M, "M")
-    noise = _prob(noise, "noise", 0.0, 10.0)
+    M = as_int(M, "M", lo=1)
+    noise = as_float(noise, "noise", lo=0.0, hi=10.0)
     dev = trials.colours.device
     rep = idx.to(dev).repeat_interleave(M)
     colours, locations = trials.colours[rep], trials.locations[rep]
@@ -91,9 +91,9 @@ def second_mode(
     ``d_cued`` (K,) the minor mean's distances to the two colours' points."""
     from sklearn.mixture import GaussianMixture
 
-    samples = _tensor(samples, "samples", last=2, ndim=3)
+    samples = as_tensor(samples, "samples", last=2, ndim=3, floating=True)
     for x, n in ((target, "target"), (nontarget, "nontarget")):
-        _tensor(x, n, ndim=1)
+        as_tensor(x, n, ndim=1, floating=True)
     K, M = samples.shape[:2]
     if not target.shape[0] == nontarget.shape[0] == K:
         raise ValueError(
@@ -102,10 +102,9 @@ def second_mode(
         )
     if M < 20:
         raise ValueError(f"need at least 20 samples per stimulus, got M = {M}")
-    min_weight = _prob(min_weight, "min_weight", 0.0, 0.5)
-    n_init = _int(n_init, "n_init")
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    min_weight = as_float(min_weight, "min_weight", lo=0.0, hi=0.5)
+    n_init = as_int(n_init, "n_init", lo=1)
+    seed = as_int(seed, "seed", lo=0)
     xs = samples.detach().double().cpu().numpy()
     u_t = unit(target.detach().double().cpu()).numpy()
     u_o = unit(nontarget.detach().double().cpu()).numpy()
@@ -135,7 +134,7 @@ def gaussian_like(samples: Tensor, generator=None) -> Tensor:
     """A negative control: for each stimulus k, M draws from the single Gaussian with
     samples[k]'s own mean and covariance (same spread, one mode). (K, M, 2) → (K, M, 2).
     """
-    samples = _tensor(samples, "samples", last=2, ndim=3)
+    samples = as_tensor(samples, "samples", last=2, ndim=3, floating=True)
     K, M = samples.shape[:2]
     mean = samples.mean(1, keepdim=True)
     d = samples - mean
@@ -157,20 +156,53 @@ def two_mode_like(
     isotropic N(0, I/κ) (angular spread ≈ 1/√κ, as a von Mises of concentration κ).
     target, nontarget: (K,) angles → (K, M, 2)."""
     for x, n in ((target, "target"), (nontarget, "nontarget")):
-        _tensor(x, n, ndim=1)
+        as_tensor(x, n, ndim=1, floating=True)
     if target.shape != nontarget.shape:
         raise ValueError("target and nontarget must have the same shape (K,)")
-    M = _int(M, "M")
-    w_swap = _prob(w_swap, "w_swap")
-    if (
-        isinstance(kappa, bool)
-        or not isinstance(kappa, numbers.Real)
-        or not math.isfinite(kappa)
-        or kappa <= 0
-    ):
-        raise ValueError(f"kappa must be a positive float, got {kappa!r}")
+    M = as_int(M, "M", lo=1)
+    w_swap = as_float(w_swap, "w_swap", lo=0.0, hi=1.0)
+    kappa = check_positive("kappa", kappa)
     K = target.shape[0]
     swap = (torch.rand(K, M, generator=generator) < w_swap).to(target.device)
     mu = torch.where(swap[..., None], unit(nontarget)[:, None], unit(target)[:, None])
     z = torch.randn(K, M, 2, generator=generator).to(mu)
     return mu + z / math.sqrt(kappa)
+
+
+def smear_reach(mass: float) -> float:
+    """The reach ρ of :func:`one_peak_smear` that puts the share ``mass`` of its points
+    past the midpoint of the arc between the two colours: P(ρ|z| > ½) = mass for
+    z ~ N(0, 1), so ρ = ½ / Φ⁻¹(1 − mass/2). mass in (0, 1)."""
+    mass = as_float(mass, "mass", lo=0.0, hi=1.0, open_lo=True, open_hi=True)
+    q = torch.special.ndtri(torch.tensor(1 - mass / 2, dtype=torch.float64))
+    return float(0.5 / q)
+
+
+def one_peak_smear(
+    target: Tensor,
+    nontarget: Tensor,
+    M: int,
+    reach: float,
+    kappa: float,
+    generator=None,
+) -> Tensor:
+    """A null case for a second-mode test: one peak, at the cued colour, smeared
+    toward the other colour. For each stimulus, M points at the angle
+    θ = c_cued + ρ·|z|·(c_other − c_cued) (the difference wrapped, z ~ N(0, 1): a
+    half-normal, whose density falls monotonically from the cued colour toward the
+    other one), on the unit circle, plus isotropic N(0, I/κ). No second mode by
+    construction; with ``reach`` from :func:`smear_reach` as much of it lies past the
+    arc's midpoint as a swap rate would put at the other colour.
+    target, nontarget: (K,) angles → (K, M, 2)."""
+    for x, n in ((target, "target"), (nontarget, "nontarget")):
+        as_tensor(x, n, ndim=1, floating=True)
+    if target.shape != nontarget.shape:
+        raise ValueError("target and nontarget must have the same shape (K,)")
+    M = as_int(M, "M", lo=1)
+    reach = check_positive("reach", reach)
+    kappa = check_positive("kappa", kappa)
+    K = target.shape[0]
+    z = torch.randn(K, M, generator=generator).abs().to(target)
+    theta = target[:, None] + reach * z * wrap(nontarget - target)[:, None]
+    noise = torch.randn(K, M, 2, generator=generator).to(target)
+    return unit(theta) + noise / math.sqrt(kappa)

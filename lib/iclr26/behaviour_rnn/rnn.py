@@ -5,12 +5,13 @@ the training loop."""
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 from torch import nn
 
-from ._base import Tensor, _int, _prob
+from ..core import seeded
+from ..validate import as_float, as_int
+from ._base import Tensor
 from .ddpm import Schedule, ddpm_schedule, forward_chain, posterior
 from .task import N_IN, Trials, make_trials, trial_inputs
 
@@ -37,9 +38,9 @@ class LeakyRNN(nn.Module):
         generator=None,
     ):
         super().__init__()
-        N = _int(N, "N", 3)
-        hidden = _int(hidden, "hidden", 0)
-        self.alpha = _prob(alpha, "alpha", 1e-3, 1.0)
+        N = as_int(N, "N", lo=3)
+        hidden = as_int(hidden, "hidden", lo=0)
+        self.alpha = as_float(alpha, "alpha", lo=1e-3, hi=1.0)
         if nonlin not in NONLINS:
             raise ValueError(f"nonlin must be one of {list(NONLINS)}, got {nonlin!r}")
         self.nonlin = nonlin
@@ -59,8 +60,11 @@ class LeakyRNN(nn.Module):
         # x is stored as gain·x along W_x; gain = 1 (the default) is the paper's
         # orthonormal readout. (gain = √N, making x as large as the other directions,
         # trained worse.)
-        self.gain = 1.0 if gain is None else _prob(gain, "gain", 1e-3, 1e6)
-        self.chol_head = nn.Linear(N, 3)
+        self.gain = 1.0 if gain is None else as_float(gain, "gain", lo=1e-3, hi=1e6)
+        # Its weights are set just below: drawn inside seeded() so that building a
+        # net never advances the caller's global random stream.
+        with seeded(0):
+            self.chol_head = nn.Linear(N, 3)
         nn.init.zeros_(self.chol_head.weight)
         nn.init.constant_(self.chol_head.bias, -1.0)
 
@@ -229,6 +233,15 @@ def sample_responses(
     return net.readout(r) + (net.chol(r) @ z)[..., 0]
 
 
+def training_seeds(seed: int) -> dict:
+    """The seeds :func:`train` draws from: ``init`` (the weights), ``data`` (the
+    stream of fresh trials, one batch per step) and ``noise`` (the DDPM's forward
+    noise). For seeds below 10⁶ the three streams of one seed never meet another
+    seed's."""
+    seed = as_int(seed, "seed", lo=0)
+    return {"init": seed, "data": seed + 1_000_003, "noise": seed + 2_000_003}
+
+
 def train(
     method: str,
     N: int = 64,
@@ -255,20 +268,20 @@ def train(
     cosine learning-rate decay). Returns (net, schedule or None, list of losses)."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    iters, batch = _int(iters, "iters"), _int(batch, "batch")
-    seed = _int(seed, "seed", 0)
-    if method == "ddpm" and _int(T, "T") < 10:
+    iters, batch = as_int(iters, "iters", lo=1), as_int(batch, "batch", lo=1)
+    seed = as_int(seed, "seed", lo=0)
+    if method == "ddpm" and as_int(T, "T", lo=1) < 10:
         raise ValueError(
             f"method 'ddpm' needs T >= 10, got T = {T}: train uses the "
             "default schedule, whose β_max = 8/T must stay below 1"
         )
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < 1:
-        raise ValueError(f"lr must be a float in (0, 1), got {lr!r}")
+    lr = as_float(lr, "lr", lo=0.0, hi=1.0, open_lo=True, open_hi=True)
     # Three generators, so that every method sees the same initialisation and the *same*
     # trials at every step; only the DDPM draws forward-process noise (from its own).
-    g = torch.Generator().manual_seed(seed)
-    g_data = torch.Generator().manual_seed(seed + 1_000_003)
-    g_noise = torch.Generator().manual_seed(seed + 2_000_003)
+    seeds = training_seeds(seed)
+    g = torch.Generator().manual_seed(seeds["init"])
+    g_data = torch.Generator().manual_seed(seeds["data"])
+    g_noise = torch.Generator().manual_seed(seeds["noise"])
     net = LeakyRNN(
         N, alpha=alpha, nonlin=nonlin, hidden=hidden, gain=gain, generator=g
     ).to(device)

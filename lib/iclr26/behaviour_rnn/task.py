@@ -4,13 +4,13 @@ guess), and the input sequence the RNN sees."""
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from ._base import Tensor, _int, _prob, unit, wrap
+from ..validate import as_float, as_int, check_positive
+from ._base import Tensor, unit, wrap
 
 # inputs: item 1 colour (2) + location (2), item 2 the same, cue one-hot (2), clock (1)
 N_IN = 11
@@ -54,14 +54,8 @@ def distance_profile(swap_prob: float, length: float = 1.0) -> tuple[float, floa
     """Amplitude a of the distance-dependent swap profile π_s(d) = a·exp(−d/length),
     chosen so that its mean over d ~ U[0, π] (two uniform locations) equals
     ``swap_prob``. Returns (a, length)."""
-    swap_prob = _prob(swap_prob, "swap_prob")
-    if (
-        isinstance(length, bool)
-        or not isinstance(length, numbers.Real)
-        or not math.isfinite(length)
-        or length <= 0
-    ):
-        raise ValueError(f"length must be a positive float, got {length!r}")
+    swap_prob = as_float(swap_prob, "swap_prob", lo=0.0, hi=1.0)
+    length = check_positive("length", length)
     mean_exp = length / math.pi * (1 - math.exp(-math.pi / length))
     return swap_prob / mean_exp, float(length)
 
@@ -86,10 +80,10 @@ def make_trials(
     perceptual version with no memory delay)."""
     if not isinstance(visible, bool):
         raise TypeError(f"visible must be True or False, got {visible!r}")
-    batch = _int(batch, "batch")
-    swap_prob = _prob(swap_prob, "swap_prob")
-    guess_prob = _prob(guess_prob, "guess_prob")
-    noise = _prob(noise, "noise", 0.0, 10.0)
+    batch = as_int(batch, "batch", lo=1)
+    swap_prob = as_float(swap_prob, "swap_prob", lo=0.0, hi=1.0)
+    guess_prob = as_float(guess_prob, "guess_prob", lo=0.0, hi=1.0)
+    noise = as_float(noise, "noise", lo=0.0, hi=10.0)
     if swap_kind not in ("flat", "distance", "none"):
         raise ValueError(
             f"swap_kind must be 'flat', 'distance' or 'none', got {swap_kind!r}"
@@ -154,11 +148,17 @@ def conditional_mean(trials: Trials, swap_prob=None, guess_prob=None) -> Tensor:
             f"trials must be a Trials batch (from make_trials), got "
             f"{type(trials).__name__}"
         )
-    pg = trials.guess_prob if guess_prob is None else _prob(guess_prob, "guess_prob")
+    pg = (
+        trials.guess_prob
+        if guess_prob is None
+        else as_float(guess_prob, "guess_prob", lo=0.0, hi=1.0)
+    )
     if swap_prob is None:
         ps = trials.swap_p
     else:
-        ps = torch.full_like(trials.swap_p, _prob(swap_prob, "swap_prob"))
+        ps = torch.full_like(
+            trials.swap_p, as_float(swap_prob, "swap_prob", lo=0.0, hi=1.0)
+        )
     if bool((ps + pg > 1 + 1e-9).any()):
         raise ValueError(
             f"swap_prob + guess_prob must be <= 1, got up to "
@@ -173,8 +173,8 @@ def trial_inputs(trials: Trials, n_stim: int, n_delay: int, T: int) -> Tensor:
     location (cos, sin) during the stimulus; nothing during the delay; the cue (one-hot)
     and a clock (s/T, counting down the diffusion steps) during the response period, and
     the items again if ``trials.visible``."""
-    n_stim, n_delay = _int(n_stim, "n_stim"), _int(n_delay, "n_delay", 0)
-    T = _int(T, "T")
+    n_stim, n_delay = as_int(n_stim, "n_stim", lo=1), as_int(n_delay, "n_delay", lo=0)
+    T = as_int(T, "T", lo=1)
     B, dev = len(trials), trials.colours.device
     stim = torch.cat(
         [
@@ -208,13 +208,19 @@ def conditional_cov(
             f"trials must be a Trials batch (from make_trials), got "
             f"{type(trials).__name__}"
         )
-    noise = _prob(noise, "noise", 0.0, 10.0)
-    pg = trials.guess_prob if guess_prob is None else _prob(guess_prob, "guess_prob")
+    noise = as_float(noise, "noise", lo=0.0, hi=10.0)
+    pg = (
+        trials.guess_prob
+        if guess_prob is None
+        else as_float(guess_prob, "guess_prob", lo=0.0, hi=1.0)
+    )
     mean = conditional_mean(trials, swap_prob, guess_prob)
     ps = (
         trials.swap_p
         if swap_prob is None
-        else torch.full_like(trials.swap_p, _prob(swap_prob, "swap_prob"))
+        else torch.full_like(
+            trials.swap_p, as_float(swap_prob, "swap_prob", lo=0.0, hi=1.0)
+        )
     )
     ut, uo = unit(trials.target), unit(trials.nontarget)
     eye = torch.eye(2, device=ut.device, dtype=ut.dtype)

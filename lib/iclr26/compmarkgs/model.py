@@ -20,6 +20,8 @@ import torch
 from torch import nn
 
 from .. import splat as sp
+from ..core import seeded
+from ..validate import as_int, check_positive
 
 Tensor = torch.Tensor
 MODES = ("none", "fixed", "learned")
@@ -41,7 +43,12 @@ def quantize_uniform(x: Tensor, step: float | Tensor) -> Tensor:
 
 
 def _mlp(n_in: int, hidden: int, n_out: int, gen: torch.Generator) -> nn.Sequential:
-    net = nn.Sequential(nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, n_out))
+    # built inside seeded() so that the default init (overwritten just below) leaves
+    # the caller's global random stream untouched
+    with seeded(0):
+        net = nn.Sequential(
+            nn.Linear(n_in, hidden), nn.ReLU(), nn.Linear(hidden, n_out)
+        )
     with torch.no_grad():  # seeded init, independent of the global RNG
         for lin in (net[0], net[2]):
             bound = 1 / math.sqrt(lin.in_features)
@@ -61,19 +68,24 @@ class QuantDistortionLayer(nn.Module):
     """
 
     def __init__(
-        self, feat_dim: int, q0: float = 1.0, mode: str = "learned", hidden: int = 16
+        self,
+        feat_dim: int,
+        q0: float = 1.0,
+        mode: str = "learned",
+        hidden: int = 16,
+        generator: torch.Generator | None = None,
     ):
         super().__init__()
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if isinstance(feat_dim, bool) or not isinstance(feat_dim, int) or feat_dim < 1:
-            raise ValueError(f"feat_dim must be a positive int, got {feat_dim!r}")
-        if not (math.isfinite(q0) and q0 > 0):
-            raise ValueError(f"q0 must be finite and > 0, got {q0}")
-        self.feat_dim, self.q0, self.mode = feat_dim, float(q0), mode
-        self.net = nn.Sequential(
-            nn.Linear(feat_dim, hidden), nn.ReLU(), nn.Linear(hidden, feat_dim)
-        )
+        feat_dim = as_int(feat_dim, "feat_dim", lo=1)
+        hidden = as_int(hidden, "hidden", lo=1)
+        q0 = check_positive("q0", q0)
+        self.feat_dim, self.q0, self.mode = feat_dim, q0, mode
+        # the step MLP's first layer from ``generator`` (default: a fixed seed), never
+        # from the global random stream
+        g = generator if generator is not None else torch.Generator().manual_seed(0)
+        self.net = _mlp(feat_dim, hidden, feat_dim, g)
         nn.init.zeros_(self.net[2].weight)
         nn.init.zeros_(self.net[2].bias)
 
@@ -134,11 +146,10 @@ class ScaffoldScene(nn.Module):
             raise ValueError("anchors must be an (A, 3) tensor")
         if len(anchors) == 0 or not torch.isfinite(anchors).all():
             raise ValueError("anchors must be non-empty and finite")
-        if not voxel > 0:
-            raise ValueError(f"voxel must be > 0, got {voxel}")
-        for name, v in (("feat_dim", feat_dim), ("n_offsets", n_offsets)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        voxel = check_positive("voxel", voxel)
+        feat_dim = as_int(feat_dim, "feat_dim", lo=1)
+        n_offsets = as_int(n_offsets, "n_offsets", lo=1)
+        hidden = as_int(hidden, "hidden", lo=1)
         g = generator if generator is not None else torch.Generator().manual_seed(0)
         A, D, K = len(anchors), feat_dim, n_offsets
         self.A, self.D, self.K = A, D, K

@@ -170,7 +170,10 @@ def embed(
     if where not in ("feat", "pos", "none"):
         raise ValueError(f"where must be 'feat', 'pos' or 'none', got {where!r}")
     model = copy.deepcopy(base)
-    qdl = QuantDistortionLayer(model.D, q0, mode).to(model.feat.device).train()
+    # the learned step's MLP is drawn from the run's generator
+    g_qdl = generator if mode == "learned" else None
+    qdl = QuantDistortionLayer(model.D, q0, mode, generator=g_qdl)
+    qdl = qdl.to(model.feat.device).train()
     mlps = [*model.opacity_mlp.parameters(), *model.color_mlp.parameters()]
     mlps += list(model.cov_mlp.parameters())
     groups = [{"params": qdl.parameters(), "lr": lr}]

@@ -17,6 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..core import seeded
+from ..validate import as_float, as_int
+
 Tensor = torch.Tensor
 
 
@@ -49,21 +52,20 @@ class KeyedDecoder(nn.Module):
 
     def __init__(self, n_bits: int = 16, seed: int = 0, width: int = 32):
         super().__init__()
-        for name, v in (("n_bits", n_bits), ("width", width), ("seed", seed)):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"{name} must be an int, got {v!r}")
-        if n_bits < 1 or width < 1:
-            raise ValueError("n_bits and width must be >= 1")
+        n_bits = as_int(n_bits, "n_bits", lo=1)
+        width = as_int(width, "width", lo=1)
+        seed = as_int(seed, "seed", lo=0)
         self.n_bits, self.seed = n_bits, seed
         g = torch.Generator().manual_seed(seed)
-        self.convs = nn.ModuleList(
-            [
-                nn.Conv2d(3, width, 3, padding=1),
-                nn.Conv2d(width, width, 3, stride=2, padding=1),
-                nn.Conv2d(width, width, 3, stride=2, padding=1),
-            ]
-        )
-        self.head = nn.Linear(width, n_bits)
+        with seeded(0):  # default inits, overwritten below from the key
+            self.convs = nn.ModuleList(
+                [
+                    nn.Conv2d(3, width, 3, padding=1),
+                    nn.Conv2d(width, width, 3, stride=2, padding=1),
+                    nn.Conv2d(width, width, 3, stride=2, padding=1),
+                ]
+            )
+            self.head = nn.Linear(width, n_bits)
         with torch.no_grad():  # He-uniform weights from the key
             for m in [*self.convs, self.head]:
                 fan_in = m.weight[0].numel()
@@ -140,6 +142,29 @@ def bit_pvalue(k: int, L: int) -> float:
     if L < 1 or not 0 <= k <= L + 1:
         raise ValueError(f"need L >= 1 and 0 <= k <= L + 1, got k={k}, L={L}")
     return sum(math.comb(L, i) for i in range(k, L + 1)) / 2**L  # Σ_{i≥k} C(L,i)/2^L
+
+
+def correct_bits(
+    logits: Tensor, bits: Tensor, gain: float, generator: torch.Generator | None = None
+) -> Tensor:
+    """A decoder made better by construction: ``logits`` (V, L) with the sign of
+    wrong (view, bit) entries flipped, chosen at random, until the bit accuracy is
+    higher by ``gain`` (rounded up to whole entries; every wrong entry at most). The
+    planted case of a claim "A reads the message better than B by m": B corrected,
+    scored by the same accuracy. bits: (L,) in {0, 1}."""
+    if not isinstance(logits, Tensor) or logits.ndim != 2:
+        raise ValueError("logits must be a (V, L) tensor")
+    if bits.shape != logits.shape[1:]:
+        raise ValueError(
+            f"bits must be (L,) = ({logits.shape[1]},), got {tuple(bits.shape)}"
+        )
+    gain = as_float(gain, "gain", lo=0.0, hi=1.0)
+    wrong = ((logits > 0).float() != bits).flatten().nonzero()[:, 0]
+    k = min(len(wrong), math.ceil(gain * logits.numel() - 1e-9))
+    pick = wrong[torch.randperm(len(wrong), generator=generator)[:k].to(wrong.device)]
+    out = logits.clone().flatten()
+    out[pick] = -out[pick]
+    return out.reshape(logits.shape)
 
 
 def detect(logits: Tensor, bits: Tensor) -> tuple[int, float]:

@@ -10,13 +10,14 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core import seeded
+from ..numerics import n_params
 from .model import (
     PatchEncoder,
     PretextHead,
     TransformerPatchEncoder,
     build_memory_bank,
     knn_cosine_score,
-    n_parameters,
     patch_scores_to_points,
     pretext_loss,
     pretext_weight,
@@ -213,8 +214,7 @@ class PaAno:
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
         gen = torch.Generator().manual_seed(int(seed))
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
+        with seeded(int(seed)):  # the initial weights depend on the seed only
             self.encoder = self._make_encoder().to(self.device)
             self.head = PretextHead(self.encoder.dim).to(self.device)
         patches = sliding_patches(self._as_tensor(x_train), cfg.patch_len)  # (N, C, w)
@@ -349,6 +349,8 @@ class PaAno:
         """Trainable scalars of encoder + projection + pretext head (what training
         updates)."""
         if self.encoder is not None:
-            return n_parameters(self.encoder) + n_parameters(self.head)
-        enc = self._make_encoder()  # count only
-        return n_parameters(enc) + n_parameters(PretextHead(enc.dim))
+            return n_params(self.encoder, True) + n_params(self.head, True)
+        with seeded(0):  # count only: no draw from the caller's random stream
+            enc = self._make_encoder()
+            head = PretextHead(enc.dim)
+        return n_params(enc, True) + n_params(head, True)

@@ -204,11 +204,6 @@ class PretextHead(nn.Module):
         return self.lin(torch.cat([h_a, h_b], -1)).squeeze(-1)
 
 
-def n_parameters(module: nn.Module) -> int:
-    """The number of trainable scalars in ``module``."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
-
-
 # ------------------------------------------------------------------------------- losses
 
 
