@@ -204,13 +204,11 @@ def soft_optimal(p: torch.Tensor, r: torch.Tensor, alpha: float) -> torch.Tensor
 
 
 def tv_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Total variation ``½ Σ |p − q|`` between two distributions on the same support.
-    Returns a 0-d tensor."""
-    for name, t in (("p", p), ("q", q)):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating torch.Tensor of probabilities")
-        if not torch.isfinite(t).all():
-            raise ValueError(f"{name} must be finite")
+    """Total variation ``½ Σ |p − q|`` between two distributions on the same support
+    (each a 1-D probability vector: non-negative, summing to 1; an unnormalised
+    input, such as 3p, is refused). Returns a 0-d tensor."""
+    _check_law(p, "p")
+    _check_law(q, "q")
     if p.shape != q.shape:
         raise ValueError(
             f"p and q must have the same shape, got {tuple(p.shape)} and "
