@@ -50,6 +50,13 @@ def test_soft_optimal_refuses_bad_laws_and_rewards():
         )
     with pytest.raises(TypeError):
         rd.soft_optimal(p.tolist(), r, 1.0)
+    # the temperature: iclr26.validate's check_positive (a finite number > 0)
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        rd.soft_optimal(p, r, 0.0)
+    with pytest.raises(ValueError, match="alpha must be finite"):
+        rd.soft_optimal(p, r, float("inf"))
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        rd.soft_optimal(p, r, True)
 
 
 def test_best_of_n_refuses_non_integer_n_and_bad_laws():

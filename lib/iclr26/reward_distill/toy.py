@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..core import ExerciseVerdict, grade_exercise
+from ..validate import check_positive
 
 ALPHABET = "ACGT"
 VOCAB = 4
@@ -35,11 +36,6 @@ def _check_tokens(x: torch.Tensor, name: str = "x", allow_mask: bool = False) ->
             f"({'ACGT + mask' if allow_mask else 'ACGT'}), "
             f"got range [{int(x.min())}, {int(x.max())}]"
         )
-
-
-def _check_alpha(alpha: float) -> None:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
-        raise ValueError(f"alpha must be a positive number, got {alpha!r}")
 
 
 # --------------------------------------------------------------------------------- data
@@ -196,7 +192,7 @@ def soft_optimal(p: torch.Tensor, r: torch.Tensor, alpha: float) -> torch.Tensor
     Returns (N,) probabilities in p's dtype. Computed in log space, so a small α does
     not overflow.
     """
-    _check_alpha(alpha)
+    check_positive("alpha", alpha)
     _check_law(p, "p")
     _check_rewards(r, p, "r")
     logits = p.log() + r.to(p.dtype) / alpha  # log p* = log p + r/α − log Z
