@@ -324,3 +324,29 @@ def test_remove_touches_only_masked_rows_and_dial_bases():
 def test_zero_shot_checks_dimensions():
     with pytest.raises(ValueError, match="share d"):
         D.zero_shot(torch.randn(3, 4), torch.randn(2, 5))
+
+
+def test_seeded_functions_do_not_depend_on_call_order():
+    """The data, the toy CLIP's weights and the SAE in both orders, with an unrelated
+    global draw between: the same numbers (nothing in the package reads or sets global
+    random state)."""
+    pool = np.arange(100)
+
+    def data():
+        return D.make_spurious_digits(20, 0.9, np.random.default_rng(3), pool, 18)
+
+    def clip():
+        return D.ToyCLIP(d=8, width=4, size=18, seed=5)
+
+    def sae():
+        return D.TopKSAE(8, 16, 2, generator=torch.Generator().manual_seed(6))
+
+    a = (data(), clip(), sae())
+    torch.randn(9)  # an unrelated global draw
+    b_sae, b_clip = sae(), clip()
+    torch.rand(4)
+    b = (data(), b_clip, b_sae)
+    assert all(np.array_equal(a[0][k], b[0][k]) for k in a[0])
+    for m_a, m_b in zip(a[1:], b[1:]):
+        for p, q in zip(m_a.parameters(), m_b.parameters()):
+            assert torch.equal(p, q)

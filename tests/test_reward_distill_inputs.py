@@ -50,6 +50,13 @@ def test_soft_optimal_refuses_bad_laws_and_rewards():
         )
     with pytest.raises(TypeError):
         rd.soft_optimal(p.tolist(), r, 1.0)
+    # the temperature: iclr26.validate's check_positive (a finite number > 0)
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        rd.soft_optimal(p, r, 0.0)
+    with pytest.raises(ValueError, match="alpha must be finite"):
+        rd.soft_optimal(p, r, float("inf"))
+    with pytest.raises(TypeError, match="alpha must be a real number"):
+        rd.soft_optimal(p, r, True)
 
 
 def test_best_of_n_refuses_non_integer_n_and_bad_laws():
@@ -78,6 +85,31 @@ def test_tv_and_stats_refuse_bad_input():
         rd.tv_distance(torch.tensor([float("nan"), 1.0], dtype=torch.float64), p)
     with pytest.raises(ValueError):
         rd.distribution_stats(p * 2, torch.zeros(2, dtype=torch.float64))
+    # an unnormalised law is refused: TV(3p, p) would read 1.0
+    with pytest.raises(ValueError, match="sum to 1"):
+        rd.tv_distance(3 * p, p)
+    with pytest.raises(ValueError, match="non-negative"):
+        rd.tv_distance(torch.tensor([1.5, -0.5], dtype=torch.float64), p)
+    assert rd.tv_distance(p, torch.tensor([1.0, 0.0], dtype=torch.float64)) == 0.5
+
+
+def test_seeded_functions_do_not_depend_on_call_order():
+    """The toy and a fine-tuning run in both orders, with an unrelated global draw
+    between: the same numbers (nothing in the package reads or sets global random
+    state)."""
+    kw = dict(hidden=8, n_data=200, pre_steps=5, pre_batch=16)
+    run = dict(
+        updates=2, batch=4, lr=1e-3, frozen_updates=2, frozen_batch=4,
+        frozen_lr=1e-3, eval_every=1,
+    )  # fmt: skip
+    toy_a = rd.make_toy(3, 0.5, seed=4, **kw)
+    run_a = rd.run_method(toy_a, "VIDD", 7, **run)
+    torch.randn(13)  # an unrelated global draw
+    toy_b = rd.make_toy(3, 0.5, seed=4, **kw)
+    torch.rand(2)
+    run_b = rd.run_method(toy_b, "VIDD", 7, **run)
+    assert torch.equal(toy_a.p_pre, toy_b.p_pre)
+    assert torch.equal(run_a["p"], run_b["p"])
 
 
 def test_state_weights_average_one_per_state_with_exact_values():

@@ -275,3 +275,61 @@ def test_flow_range_is_a_parameter():
     )
     assert wm.fq.n == 65 and wm.fq.lim == 16.0 and wm.layout.nf == 65
     assert wm.fq.step == 0.5
+
+
+def test_geometry_refuses_bad_input():
+    u = torch.full((2, 4), 2.0)
+    t = torch.tensor([[0.3], [-0.4]])
+    with pytest.raises(ValueError, match="f must be > 0"):
+        wm3.depth_from_flow(u, t, -16.0)
+    with pytest.raises(ValueError, match="f must be finite"):
+        wm3.depth_from_flow(u, t, float("nan"))
+    with pytest.raises(ValueError, match="NaN"):
+        wm3.depth_from_flow(u, torch.tensor([[float("nan")], [0.3]]), 16.0)
+    with pytest.raises(ValueError, match="must broadcast"):
+        wm3.depth_from_flow(u, torch.tensor([0.3, -0.4]), 16.0)  # (2,), not (2, 1)
+    with pytest.raises(ValueError, match="NaN"):
+        wm3.depth_from_flow(torch.full((2, 4), float("nan")), t, 16.0)
+    with pytest.raises(ValueError, match="f must be > 0"):
+        wm3.flow_from_depth(u, t, 0.0)
+    img = torch.rand(2, 3, 4, 4)
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        wm3.psnr(255 * img, 255 * img.flip(0))
+    with pytest.raises(TypeError, match="floating"):
+        wm3.psnr(img.long(), img.long())
+    assert torch.isfinite(wm3.psnr(img, img.flip(0))).all()
+
+
+def test_seeded_functions_do_not_depend_on_call_order():
+    """The world and the model in both orders, with an unrelated global draw between:
+    the same numbers (nothing in the package reads or sets global random state)."""
+    train = wm3.make_tabletop_batch(64, 8, seed=5)
+
+    def fit():
+        return wm3.fit_world_model(train, n_codes=16, d=16, L=1, steps=3, batch=4)
+
+    a_w = wm3.make_tabletop_batch(8, 8, seed=9)
+    a_m = fit()
+    torch.randn(11)  # an unrelated global draw
+    b_m = fit()
+    torch.rand(3)
+    b_w = wm3.make_tabletop_batch(8, 8, seed=9)
+    assert all(torch.equal(a_w[k], b_w[k]) for k in a_w)
+    for p, q in zip(a_m.model.parameters(), b_m.model.parameters()):
+        assert torch.equal(p, q)
+    assert a_m.losses == b_m.losses
+
+
+def test_training_in_steps_equals_training_at_once():
+    train = wm3.make_tabletop_batch(64, 8, seed=5)
+    kw = dict(n_codes=16, d=16, L=1, steps=6, batch=4, seed=2)
+    whole = wm3.fit_world_model(train, **kw)
+    wm, steps = wm3.world_model_steps(train, **kw)
+    first = [next(steps) for _ in range(2)]
+    assert wm.model.training and wm.losses == first
+    rest = list(steps)
+    assert not wm.model.training and wm.losses == first + rest == whole.losses
+    for p, q in zip(whole.model.parameters(), wm.model.parameters()):
+        assert torch.equal(p, q)
+    with pytest.raises(ValueError, match="order must be"):
+        wm3.world_model_steps(train, **kw, order="spiral")

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ._checks import _frac, _int
+from ..validate import as_float, as_int
 
 # --------------------------------------------------------------------------------------
 # data: digits on land or water
@@ -105,10 +105,10 @@ def make_spurious_digits(
     """
     from sklearn.datasets import load_digits
 
-    n = _int(n, "n")
-    size = _int(size, "size", 18)
+    n = as_int(n, "n", lo=1)
+    size = as_int(size, "size", lo=18)
     if p_corr is not None:
-        _frac(p_corr, "p_corr")
+        as_float(p_corr, "p_corr", lo=0.0, hi=1.0)
     if not isinstance(rng, np.random.Generator):
         raise TypeError(
             f"rng must be a numpy.random.Generator, got {type(rng).__name__}"
@@ -157,7 +157,8 @@ def captions(
     The background words appear with probability ``p_attr``, the digit's name with
     ``p_name``; padding is token 0.
     """
-    p_attr, p_name = _frac(p_attr, "p_attr"), _frac(p_name, "p_name")
+    p_attr = as_float(p_attr, "p_attr", lo=0.0, hi=1.0)
+    p_name = as_float(p_name, "p_name", lo=0.0, hi=1.0)
     n = len(y)
     out = np.zeros((n, 9), dtype=np.int64)
     out[:, 0], out[:, 1], out[:, 2], out[:, 3] = (

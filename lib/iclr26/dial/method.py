@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core import grade_exercise
-from ._checks import _frac, _int, _tensor
+from ..validate import as_float, as_int, as_tensor
 from .metrics import orthonormal_basis, project_out, zero_shot
 from .model import TopKSAE
 
@@ -26,9 +26,9 @@ def select_candidates(
     distance to its pseudo-class centre exceeds that class's ``quantile``, or when most
     of its ``k_nn`` nearest neighbours carry another pseudo-label (kNN inconsistency).
     """
-    _tensor(e, "e", 2)
-    k_nn = _int(k_nn, "k_nn")
-    quantile = _frac(quantile, "quantile")
+    as_tensor(e, "e", ndim=2)
+    k_nn = as_int(k_nn, "k_nn", lo=1)
+    quantile = as_float(quantile, "quantile", lo=0.0, hi=1.0)
     if k_nn >= len(e):
         raise ValueError(f"k_nn must be < n = {len(e)}, got {k_nn}")
     pseudo = zero_shot(e, text_cls)
@@ -58,7 +58,7 @@ def attribution_scores(
     ``pos`` (n,) bool splits the samples into P (True) and N (False), e.g. by which
     attribute prompt is closer; ``e_attr`` (d,) is the attribute's text direction.
     """
-    _tensor(e, "e", 2), _tensor(e_attr, "e_attr", 1)
+    as_tensor(e, "e", ndim=2), as_tensor(e_attr, "e_attr", ndim=1)
     _match_sae(sae, e)
     if not isinstance(pos, torch.Tensor) or pos.dtype != torch.bool:
         raise TypeError("pos must be a bool tensor")
@@ -103,8 +103,8 @@ def _indices(idx, m: int) -> torch.Tensor:
 def select_by_mass(scores: torch.Tensor, alpha: float) -> torch.Tensor:
     """Indices of the fewest top-scoring features whose positive score sums to at least
     a fraction ``alpha`` of all positive score (at least one feature)."""
-    _tensor(scores, "scores", 1)
-    alpha = _frac(alpha, "alpha")
+    as_tensor(scores, "scores", ndim=1)
+    alpha = as_float(alpha, "alpha", lo=0.0, hi=1.0)
     pos = scores.clamp(min=0)
     if pos.sum() <= 0:
         raise ValueError("no feature has a positive attribution score")
@@ -126,8 +126,8 @@ def spurious_basis(
     those below the ``pct`` quantile of the weights are dropped before the QR (weights
     rescale columns, so they change the span only through the cut-off).
     """
-    _tensor(cols, "cols", 2)
-    pct = _frac(pct, "pct")
+    as_tensor(cols, "cols", ndim=2)
+    pct = as_float(pct, "pct", lo=0.0, hi=1.0)
     if (
         isinstance(beta, bool)
         or not isinstance(beta, (int, float))
@@ -147,10 +147,10 @@ def zero_neurons(
 ) -> torch.Tensor:
     """The neuron-zeroing baseline: ``e - lam * sum_{j in idx} z_j f_j`` (the SAE's
     reconstruction error is kept, so only the selected latents' contributions go)."""
-    _tensor(e, "e", 2)
+    as_tensor(e, "e", ndim=2)
     _match_sae(sae, e)
     idx = _indices(idx, sae.W_dec.shape[1])
-    lam = _frac(lam, "lam")
+    lam = as_float(lam, "lam", lo=0.0, hi=1.0)
     with torch.no_grad():
         z = sae.encode(e)[:, idx]
         return e - lam * z @ sae.W_dec[:, idx].T
@@ -159,7 +159,7 @@ def zero_neurons(
 def apply_to(e: torch.Tensor, mask: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
     """``e`` with the rows in ``mask`` replaced by those of ``new`` (removal on
     candidates)."""
-    _tensor(e, "e", 2), _tensor(new, "new", 2)
+    as_tensor(e, "e", ndim=2), as_tensor(new, "new", ndim=2)
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         raise TypeError("mask must be a bool tensor")
     if mask.shape != (len(e),) or new.shape != e.shape:
@@ -177,7 +177,7 @@ def flip_frequencies(
     """DIAL+: (m,) how often ablating latent j (``e - z_j f_j``) flips the zero-shot
     prediction, over the rows of ``e`` (the candidates) -- no attribute
     description needed."""
-    _tensor(e, "e", 2)
+    as_tensor(e, "e", ndim=2)
     _match_sae(sae, e)
     z = sae.encode(e)
     top = z.topk(sae.k, dim=1)  # (n, k): the active latents of each sample
@@ -208,7 +208,7 @@ def dial_basis(
     ``alpha``, and their decoder columns turned into a basis by :func:`spurious_basis`.
     Returns ``(Q (d, r), selected indices, scores (m,))``.
     """
-    _tensor(e, "e", 2), _tensor(text_attr, "text_attr", 2)
+    as_tensor(e, "e", ndim=2), as_tensor(text_attr, "text_attr", ndim=2)
     if text_attr.shape != (2, e.shape[1]):
         raise ValueError(
             f"text_attr must be (2, d) = (2, {e.shape[1]}), got "
@@ -228,7 +228,7 @@ def dial_plus_basis(
     """DIAL+'s subspace: the ``k`` latents whose ablation flips the zero-shot prediction
     most often over the candidates ``e_cand`` (n, d). Returns
     ``(Q, indices, frequencies)``."""
-    k = _int(k, "k")
+    k = as_int(k, "k", lo=1)
     m = sae.W_dec.shape[1]
     if k > m:
         raise ValueError(f"k must be <= the SAE width m = {m}, got {k}")
@@ -258,7 +258,7 @@ def remove(
     ``(I - lam P) e_hat`` with ``e_hat = sae(e)`` (the plan's reading of the paper: the
     reconstruction error is dropped with it).
     """
-    _tensor(e, "e", 2)
+    as_tensor(e, "e", ndim=2)
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         raise TypeError("mask must be a bool tensor")
     if mask.shape != (len(e),):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import _frac, _int, _tensor
+from ..validate import as_float, as_int, as_tensor
 
 # --------------------------------------------------------------------------------------
 # metrics and zero-shot
@@ -13,7 +13,7 @@ from ._checks import _frac, _int, _tensor
 
 def zero_shot(e: torch.Tensor, text_cls: torch.Tensor) -> torch.Tensor:
     """(n,) predicted class: argmax over the (C, d) class prompts of <e, t_c>."""
-    _tensor(e, "e", 2), _tensor(text_cls, "text_cls", 2)
+    as_tensor(e, "e", ndim=2), as_tensor(text_cls, "text_cls", ndim=2)
     if e.shape[1] != text_cls.shape[1]:
         raise ValueError(
             f"e (n, d) and text_cls (C, d) must share d, got {tuple(e.shape)} "
@@ -28,7 +28,7 @@ def group_accuracies(
     """(n_groups,) accuracy of ``pred`` against ``y`` within each group
     (NaN if empty)."""
     for name, t in (("pred", pred), ("y", y), ("group", group)):
-        _tensor(t, name, 1)
+        as_tensor(t, name, ndim=1)
         if t.is_floating_point():
             raise TypeError(f"{name} must hold integer labels, got {t.dtype}")
     if not pred.shape == y.shape == group.shape:
@@ -36,7 +36,7 @@ def group_accuracies(
             f"pred, y and group must have one shape, got {tuple(pred.shape)}, "
             f"{tuple(y.shape)}, {tuple(group.shape)}"
         )
-    n_groups = _int(n_groups, "n_groups")
+    n_groups = as_int(n_groups, "n_groups", lo=1)
     if group.min() < 0 or group.max() >= n_groups:
         raise ValueError(
             f"group ids must be in [0, {n_groups}), got {group.min()}..{group.max()}"
@@ -81,7 +81,7 @@ def in_distribution_acc(acc: torch.Tensor, p_corr: float) -> float:
     """Accuracy under the pretraining mix of groups: majority groups (low/land,
     high/water) weigh p_corr / 2 each, minority groups (1 - p_corr) / 2.
     ``acc`` (4,) in GROUP_NAMES order."""
-    p = _frac(p_corr, "p_corr")
+    p = as_float(p_corr, "p_corr", lo=0.0, hi=1.0)
     if not isinstance(acc, torch.Tensor) or acc.shape != (4,):
         raise ValueError("acc must be a (4,) tensor of group accuracies")
     if torch.isnan(acc).any():
@@ -99,8 +99,9 @@ def gaussian_group_accuracy(
     w (d,), mu (G, d), cov (G, d, d) or (d, d), sign (G,) of +-1 (the class each group
     belongs to). Returns (G,).
     """
-    _tensor(w, "w", 1), _tensor(mu, "mu", 2), _tensor(sign, "sign", 1)
-    _tensor(cov, "cov")
+    as_tensor(w, "w", ndim=1), as_tensor(mu, "mu", ndim=2)
+    as_tensor(sign, "sign", ndim=1)
+    as_tensor(cov, "cov")
     if cov.ndim == 2:
         cov = cov.expand(len(mu), -1, -1)
     if (
@@ -126,7 +127,7 @@ def gaussian_group_accuracy(
 def orthonormal_basis(cols: torch.Tensor, tol: float = 1e-6) -> torch.Tensor:
     """(d, r) orthonormal basis of span(cols) for (d, m) ``cols``, by QR (columns whose
     R diagonal is below ``tol`` times the largest, i.e. dependent ones, are dropped)."""
-    _tensor(cols, "cols", 2)
+    as_tensor(cols, "cols", ndim=2)
     Q, R = torch.linalg.qr(cols)
     diag = R.diagonal().abs()
     keep = diag > tol * diag.max().clamp(min=1e-30)
@@ -139,8 +140,8 @@ def project_out(e: torch.Tensor, Q: torch.Tensor, lam: float = 1.0) -> torch.Ten
     lam = 1 removes span(Q) entirely, lam in (0, 1) shrinks the component in
     it by 1 - lam.
     """
-    _tensor(e, "e", 2), _tensor(Q, "Q", 2)
-    lam = _frac(lam, "lam")
+    as_tensor(e, "e", ndim=2), as_tensor(Q, "Q", ndim=2)
+    lam = as_float(lam, "lam", lo=0.0, hi=1.0)
     if Q.shape[0] != e.shape[1]:
         raise ValueError(
             f"Q must be (d, r) with d = e.shape[1] = {e.shape[1]}, got {tuple(Q.shape)}"
@@ -163,7 +164,7 @@ def random_basis(
     device=None,
 ) -> torch.Tensor:
     """(d, r) orthonormal basis of a uniformly random r-dimensional subspace."""
-    d, r = _int(d, "d"), _int(r, "r")
+    d, r = as_int(d, "d", lo=1), as_int(r, "r", lo=1)
     if r > d:
         raise ValueError(f"r must be <= d, got r={r}, d={d}")
     g = torch.randn(d, r, generator=generator, dtype=torch.float64)

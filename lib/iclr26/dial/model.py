@@ -8,7 +8,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._checks import _int, _tensor
+from ..core import seeded
+from ..validate import as_int, as_tensor
 from .data import VOCAB
 
 # --------------------------------------------------------------------------------------
@@ -21,18 +22,32 @@ class ToyCLIP(nn.Module):
 
     ``encode_image``: (n, 3, S, S) -> (n, d) unit vectors, three stride-2 convolutions
     and a linear head. ``encode_text``: (n, L) token ids -> (n, d) unit vectors, the
-    mean of token embeddings (padding 0 ignored) and a linear map.
+    mean of token embeddings (padding 0 ignored) and a linear map. ``seed``: the
+    initial weights come from it alone (``None``: from torch's global generator, as
+    any ``nn.Module``'s do).
     """
 
     def __init__(
-        self, vocab: int = len(VOCAB), d: int = 32, width: int = 16, size: int = 24
+        self,
+        vocab: int = len(VOCAB),
+        d: int = 32,
+        width: int = 16,
+        size: int = 24,
+        seed: int | None = None,
     ):
         super().__init__()
+        if seed is None:
+            self._build(vocab, d, width, size)
+        else:
+            with seeded(as_int(seed, "seed", lo=0)):
+                self._build(vocab, d, width, size)
+
+    def _build(self, vocab: int, d: int, width: int, size: int) -> None:
         vocab, d, width, size = (
-            _int(vocab, "vocab", 2),
-            _int(d, "d", 2),
-            _int(width, "width"),
-            _int(size, "size", 8),
+            as_int(vocab, "vocab", lo=2),
+            as_int(d, "d", lo=2),
+            as_int(width, "width", lo=1),
+            as_int(size, "size", lo=8),
         )
         self.image = nn.Sequential(
             nn.Conv2d(3, width, 3, 2, 1),
@@ -86,7 +101,7 @@ def train_clip(
     generator: torch.Generator | None = None,
 ) -> list[float]:
     """Adam on :func:`clip_loss` over random batches; returns the loss per step."""
-    steps, batch = _int(steps, "steps"), _int(batch, "batch", 2)
+    steps, batch = as_int(steps, "steps", lo=1), as_int(batch, "batch", lo=2)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for _ in range(steps):
@@ -134,7 +149,7 @@ class TopKSAE(nn.Module):
         self, d: int, m: int, k: int, generator: torch.Generator | None = None
     ):
         super().__init__()
-        d, m, k = _int(d, "d"), _int(m, "m"), _int(k, "k")
+        d, m, k = as_int(d, "d", lo=1), as_int(m, "m", lo=1), as_int(k, "k", lo=1)
         if k > m:
             raise ValueError(f"k must be <= m, got k={k}, m={m}")
         self.k = k
@@ -168,8 +183,8 @@ def train_sae(
     """Adam on the reconstruction error ``mean ||e - e_hat||^2`` (the top-k does the
     sparsity); decoder columns renormalised after each step. Returns the loss
     per step."""
-    _tensor(e, "e", 2)
-    steps, batch = _int(steps, "steps"), _int(batch, "batch")
+    as_tensor(e, "e", ndim=2)
+    steps, batch = as_int(steps, "steps", lo=1), as_int(batch, "batch", lo=1)
     with torch.no_grad():
         sae.b_dec.copy_(e.mean(0))  # start the decoder bias at the data's mean
     opt = torch.optim.Adam(sae.parameters(), lr=lr)
@@ -189,5 +204,5 @@ def train_sae(
 @torch.no_grad()
 def explained_variance(sae: TopKSAE, e: torch.Tensor) -> float:
     """1 - ||e - e_hat||^2 / ||e - mean e||^2 on ``e`` (n, d)."""
-    _tensor(e, "e", 2)
+    as_tensor(e, "e", ndim=2)
     return float(1 - (sae(e)[0] - e).pow(2).sum() / (e - e.mean(0)).pow(2).sum())

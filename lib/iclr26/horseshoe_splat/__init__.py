@@ -7,6 +7,8 @@
   Monte Carlo predictive mean and variance), :func:`seen_mask`,
   :func:`predict_views`.
 * ``metrics``: :func:`ause`, :func:`gaussian_nll`, :func:`spearman`.
+* ``records``: :func:`calibration_table`, the calibration grid's committed records as
+  a table.
 
 Built on the shared splatting core :mod:`iclr26.splat`.
 """
@@ -38,6 +40,7 @@ from .prior import (
     kl_inverse_gamma,
     laplace_expected_abs,
 )
+from .records import calibration_table, load_records
 
 __all__ = [
     "LR",
@@ -46,6 +49,7 @@ __all__ = [
     "ScalePosterior",
     "SplatFit",
     "ause",
+    "calibration_table",
     "check_ause",
     "expected_log_ig",
     "fit_splats",
@@ -56,6 +60,7 @@ __all__ = [
     "ig_expectations",
     "kl_inverse_gamma",
     "laplace_expected_abs",
+    "load_records",
     "mc_render",
     "predict_views",
     "seen_mask",

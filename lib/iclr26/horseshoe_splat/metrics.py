@@ -17,7 +17,11 @@ def sparsification_curves(
     For each fraction f in {0, 1/K, ..., (K−1)/K} (K = ``n_fractions``), remove the
     ⌊fP⌋ pixels with the largest uncertainty and take the mean error of the rest;
     the oracle removes the largest errors instead. Both curves are divided by the mean
-    error of all pixels, so they start at 1. Returns (fractions (K,), curve (K,),
+    error of all pixels, so they start at 1. Pixels whose uncertainties tie (the
+    background's σ = 0, a constant σ) are removed in a random order, in expectation:
+    each member of a tied group counts with the group's mean error, so the curve does
+    not depend on the pixels' order (a constant σ gives the flat curve 1, the
+    expected curve of a random order). Returns (fractions (K,), curve (K,),
     oracle (K,)).
     """
     err, unc = _check_pair(err, unc)
@@ -31,9 +35,8 @@ def sparsification_curves(
         raise ValueError("all errors are 0: sparsification is undefined")
     frac = torch.arange(n_fractions, dtype=err.dtype, device=err.device) / n_fractions
     keep = P - torch.floor(frac * P).long()  # pixels kept at each fraction, ≥ 1
-    by_unc = err[
-        torch.argsort(unc, descending=True, stable=True)
-    ]  # most uncertain first
+    order = torch.argsort(unc, descending=True, stable=True)  # most uncertain first
+    by_unc = _tie_mean(err[order], unc[order])
     by_err = torch.sort(err, descending=True).values
     # mean of the last `keep` entries = (suffix sum) / keep, from reversed cumsums
     suf_unc = torch.cumsum(by_unc.flip(0), 0)[keep - 1]
@@ -41,11 +44,26 @@ def sparsification_curves(
     return frac, suf_unc / keep / base, suf_err / keep / base
 
 
+def _tie_mean(values: Tensor, keys: Tensor) -> Tensor:
+    """``values`` (P,) with each run of equal ``keys`` (P,, sorted) replaced by the
+    run's mean: the expected value at each place when ties are broken at random."""
+    new = torch.ones_like(keys, dtype=torch.bool)
+    new[1:] = keys[1:] != keys[:-1]
+    gid = torch.cumsum(new.long(), 0) - 1  # the tied group of each place
+    n_groups = int(gid[-1]) + 1
+    sums = torch.zeros(n_groups, dtype=values.dtype, device=values.device)
+    sums.index_add_(0, gid, values)
+    counts = torch.bincount(gid, minlength=n_groups).to(values.dtype)
+    return (sums / counts)[gid]
+
+
 def ause(err: Tensor, unc: Tensor, n_fractions: int = 100) -> float:
     """Area under the sparsification error: mean over fractions of curve − oracle.
 
     err, unc: (P,) per-pixel error and uncertainty. 0 when ``unc`` orders the pixels
     as the errors do; larger is worse (about ½ for a random order of spread errors).
+    Ties in ``unc`` are averaged (see :func:`sparsification_curves`): a constant
+    ``unc`` scores exactly what a random order scores in expectation.
     """
     _, curve, oracle = sparsification_curves(err, unc, n_fractions)
     return float((curve - oracle).mean())  # ∫₀¹ (E_unc(f) − E_oracle(f)) df

@@ -8,7 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .toy import MASK, VOCAB, _check_alpha, _check_tokens
+from ..validate import check_positive
+from .toy import MASK, VOCAB, _check_tokens
 
 
 # -------------------------------------------------------------------------------- model
@@ -276,7 +277,7 @@ def exact_soft_value(
     ``exp(v(s)/α) = 1/#masks(s) Σ_{i masked} Σ_a p_θ(a | s, i) exp(v(s_{i←a})/α)``.
     Returns (5**L,) float64; on clean strings it equals the reward.
     """
-    _check_alpha(alpha)
+    check_positive("alpha", alpha)
     L = space.length
     if reward.shape != space.clean.shape:
         raise ValueError(
@@ -328,7 +329,7 @@ class TiltedDenoiser(nn.Module):
         self, base: nn.Module, space: StateSpace, value: torch.Tensor, alpha: float
     ):
         super().__init__()
-        _check_alpha(alpha)
+        check_positive("alpha", alpha)
         if value.shape != space.states.shape[:1]:
             raise ValueError(
                 f"value must have shape ({space.states.shape[0]},), got "

@@ -1,7 +1,6 @@
 """The chapter's experiment, as functions: build the toy (data, pretrained model, exact
 p*), run one fine-tuner from the pretrained model while recording its exact law, and
-summarise a set of runs (reward, diversity, stability). The notebook and its calibration
-grid both call these, so the grid measures exactly what the notebook asserts."""
+summarise a set of runs (reward, diversity, stability)."""
 
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..core import seeded
 from .diffusion import MaskedDenoiser, StateSpace, exact_distribution, train_denoiser
 from .methods import finetune_ddpo, finetune_vidd
 from .toy import (
@@ -103,8 +103,8 @@ def make_toy(
     r_all = reward_fn(X).double()
     p_data = markov_logprob(X, init, trans).exp()
     data = sample_markov(n_data, length, init, trans, gen)
-    torch.manual_seed(seed)
-    pre = MaskedDenoiser(length, hidden).to(device)
+    with seeded(seed):  # the denoiser's initial weights, from the seed alone
+        pre = MaskedDenoiser(length, hidden).to(device)
     losses = train_denoiser(
         pre, data.to(device), pre_steps, pre_batch, lr=3e-3, generator=gen
     )
@@ -161,8 +161,7 @@ def run_method(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    g = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)  # every draw of the run comes from g
     model = copy.deepcopy(toy.pre).requires_grad_(True)
     s0 = distribution_stats(toy.p_pre, toy.r_all, n_unique)
     curve = [(0, 0, 0, s0["reward"], toy.tv_pre, s0["p_max"], s0["unique"])]

@@ -10,8 +10,9 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..validate import check_positive
 from .diffusion import MaskedDenoiser, rollout_step, sample, step_logprob
-from .toy import MASK, _check_alpha, _check_tokens
+from .toy import MASK, _check_tokens
 
 
 # ------------------------------------------------------------------------------ methods
@@ -62,7 +63,7 @@ def soft_weights(
     Returns (N,) weights in v's floating dtype (float32 for integer v),
     without gradient.
     """
-    _check_alpha(alpha)
+    check_positive("alpha", alpha)
     if normalise not in WEIGHTINGS:
         raise ValueError(f"normalise must be one of {WEIGHTINGS}, got {normalise!r}")
     if not isinstance(v, torch.Tensor) or v.ndim != 1 or v.numel() == 0:
@@ -157,7 +158,7 @@ def finetune_vidd(
     after each update. Returns a dict with ``reward_calls`` and ``samples``
     (trajectories drawn), cumulative, one entry per update.
     """
-    _check_alpha(alpha)
+    check_positive("alpha", alpha)
     for name, val in (
         ("updates", updates),
         ("batch_size", batch_size),

@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 import torch
 
 from ..core import ExerciseVerdict, grade_exercise
+from ..validate import check_positive
 
 ALPHABET = "ACGT"
 VOCAB = 4
@@ -35,11 +36,6 @@ def _check_tokens(x: torch.Tensor, name: str = "x", allow_mask: bool = False) ->
             f"({'ACGT + mask' if allow_mask else 'ACGT'}), "
             f"got range [{int(x.min())}, {int(x.max())}]"
         )
-
-
-def _check_alpha(alpha: float) -> None:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not alpha > 0:
-        raise ValueError(f"alpha must be a positive number, got {alpha!r}")
 
 
 # --------------------------------------------------------------------------------- data
@@ -196,7 +192,7 @@ def soft_optimal(p: torch.Tensor, r: torch.Tensor, alpha: float) -> torch.Tensor
     Returns (N,) probabilities in p's dtype. Computed in log space, so a small α does
     not overflow.
     """
-    _check_alpha(alpha)
+    check_positive("alpha", alpha)
     _check_law(p, "p")
     _check_rewards(r, p, "r")
     logits = p.log() + r.to(p.dtype) / alpha  # log p* = log p + r/α − log Z
@@ -204,13 +200,11 @@ def soft_optimal(p: torch.Tensor, r: torch.Tensor, alpha: float) -> torch.Tensor
 
 
 def tv_distance(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """Total variation ``½ Σ |p − q|`` between two distributions on the same support.
-    Returns a 0-d tensor."""
-    for name, t in (("p", p), ("q", q)):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating torch.Tensor of probabilities")
-        if not torch.isfinite(t).all():
-            raise ValueError(f"{name} must be finite")
+    """Total variation ``½ Σ |p − q|`` between two distributions on the same support
+    (each a 1-D probability vector: non-negative, summing to 1; an unnormalised
+    input, such as 3p, is refused). Returns a 0-d tensor."""
+    _check_law(p, "p")
+    _check_law(q, "q")
     if p.shape != q.shape:
         raise ValueError(
             f"p and q must have the same shape, got {tuple(p.shape)} and "

@@ -3,19 +3,11 @@ as inference pathways, at toy scale (a procedurally rendered 2.5-D tabletop).
 
 ``world``: the scene generator. ``geometry``: pinhole flow and depth, metrics,
 classical baselines. ``tokens``: the patch quantizer and bins. ``model``: the
-pointer-content GPT trained in random order. ``pathways``: the tasks.
+pointer-content GPT trained in random order. ``pathways``: the tasks. ``records``:
+the calibration grid's committed records as a table.
 """
 
 # ruff: noqa: F401 -- the package re-exports its modules' names
-from .calibration import (
-    DEPTH_ABLATION,
-    GRID,
-    RESULTS,
-    SETTINGS,
-    calibration_cell,
-    calibration_table,
-    depth_ablation_table,
-)
 from .geometry import (
     abs_rel,
     block_matching_flow,
@@ -31,13 +23,19 @@ from .geometry import (
     stereo_warp_gain,
 )
 from .identities import chain_rule_product, check_depth_from_flow
-from .model import PointerContentGPT, group_orders, random_orders, raster_orders, train
+from .model import (
+    PointerContentGPT,
+    group_orders,
+    random_orders,
+    raster_orders,
+    train,
+    train_steps,
+)
 from .pathways import (
     WorldModel,
     colour_centroid,
     depth_from_prior_flow,
     depth_from_true_flow_tokens,
-    evaluate,
     fit_world_model,
     layout_prior,
     load_stereo_motorcycle,
@@ -48,7 +46,9 @@ from .pathways import (
     pathway_depth_via_rgb,
     pathway_manipulate,
     pathway_nvs,
+    world_model_steps,
 )
+from .records import calibration_table, load_records
 from .tokens import (
     Bins,
     CameraQuantizer,

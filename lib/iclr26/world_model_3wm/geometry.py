@@ -13,24 +13,40 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..validate import as_tensor, check_positive
 
-def _finite(name: str, x: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.numel() == 0:
-        raise ValueError(f"{name} is empty")
-    if not torch.isfinite(x).all():
+
+def _shift(name: str, t, like: torch.Tensor) -> torch.Tensor:
+    """A shift ``t`` (a number or a tensor that broadcasts to ``like``'s shape),
+    finite, as a tensor of ``like``'s dtype and device."""
+    if isinstance(t, torch.Tensor):
+        as_tensor(t, name)
+    elif isinstance(t, bool) or not isinstance(t, (int, float)):
+        raise TypeError(f"{name} must be a number or a tensor, got {type(t).__name__}")
+    t = torch.as_tensor(t, dtype=like.dtype, device=like.device)
+    if not torch.isfinite(t).all():
         raise ValueError(f"{name} holds NaN or infinite values")
+    try:
+        shape = torch.broadcast_shapes(t.shape, like.shape)
+    except RuntimeError:
+        shape = None
+    if shape != like.shape:
+        raise ValueError(
+            f"{name} of shape {tuple(t.shape)} must broadcast to the flow's shape "
+            f"{tuple(like.shape)} (e.g. (B, 1) for (B, N))"
+        )
+    return t
 
 
 def flow_from_depth(Z: torch.Tensor, t: torch.Tensor | float, f: float) -> torch.Tensor:
     """Horizontal flow (pixels) of points at depth ``Z`` when the scene shifts by ``t``
     across the optical axis: ``u = f t / Z``. ``Z`` any shape, positive; ``t``
     broadcasts."""
-    _finite("Z", Z)
+    as_tensor(Z, "Z")
     if (Z <= 0).any():
         raise ValueError("depth Z must be positive")
-    return f * t / Z  # pinhole: x = f X / Z, so dx = f dX / Z
+    f = check_positive("f", f)
+    return f * _shift("t", t, Z) / Z  # pinhole: x = f X / Z, so dx = f dX / Z
 
 
 def depth_from_flow(
@@ -41,8 +57,9 @@ def depth_from_flow(
     ``u`` any shape; ``|u|`` is clamped below at ``min_flow`` (a predicted flow of 0
     would mean infinite depth); with ``min_flow = 0`` a zero flow is a ``ValueError``.
     """
-    _finite("u", u)
-    t = torch.as_tensor(t, dtype=u.dtype, device=u.device)
+    as_tensor(u, "u")
+    f = check_positive("f", f)
+    t = _shift("t", t, u)
     if (t == 0).any():
         raise ValueError("t must be non-zero: depth needs a camera translation")
     a = u.abs().clamp_min(min_flow)
@@ -60,8 +77,8 @@ def abs_rel(
     prediction is scaled by ``s = median(gt) / median(pred)`` first (monocular depth is
     known only up to scale). Returns (B,).
     """
-    _finite("pred", pred)
-    _finite("gt", gt)
+    as_tensor(pred, "pred")
+    as_tensor(gt, "gt")
     if pred.shape != gt.shape:
         raise ValueError(f"pred {tuple(pred.shape)} and gt {tuple(gt.shape)} differ")
     if (gt <= 0).any() or (pred <= 0).any():
@@ -73,9 +90,15 @@ def abs_rel(
 
 
 def psnr(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Peak signal-to-noise ratio (dB) of images in [0, 1]: (B, ...) -> (B,)."""
-    _finite("a", a)
-    _finite("b", b)
+    """Peak signal-to-noise ratio (dB) of images in [0, 1]: (B, ...) -> (B,). Images
+    outside [0, 1] (0-255 ones, say, which would score about -40 dB) are refused."""
+    for name, x in (("a", a), ("b", b)):
+        as_tensor(x, name, floating=True)
+        if x.min() < -1e-4 or x.max() > 1 + 1e-4:
+            raise ValueError(
+                f"{name} must hold intensities in [0, 1], got values in "
+                f"[{x.min().item():.3g}, {x.max().item():.3g}]"
+            )
     if a.shape != b.shape:
         raise ValueError(f"shapes {tuple(a.shape)} and {tuple(b.shape)} differ")
     mse = (a - b).pow(2).flatten(1).mean(1).clamp_min(1e-10)
@@ -110,8 +133,8 @@ def block_matching_flow(
     """Classical per-patch horizontal flow: for each ``P x P`` patch of ``rgb0`` the
     shift ``s`` in ``[-lim, lim]`` (steps of ``step``) whose samples ``rgb1(x + s)``
     match the patch best in squared error. (B, 3, H, W) x 2 -> (B, n_patches)."""
-    _finite("rgb0", rgb0)
-    _finite("rgb1", rgb1)
+    as_tensor(rgb0, "rgb0")
+    as_tensor(rgb1, "rgb1")
     shifts = torch.arange(-lim, lim + step / 2, step, device=rgb0.device)
     err = []
     for s in shifts:  # a few dozen candidate shifts, each vectorised over the batch

@@ -16,6 +16,7 @@ nodes it is given first, the nodes it wants after.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn as nn
@@ -248,8 +249,33 @@ def train(
     then cosine decay. ``order``: ``"random"`` (uniform permutations), ``"mixed"``
     (half of each batch group by group, see :func:`group_orders`) or ``"raster"``
     (the fixed order, an ablation). Returns the loss per step."""
+    losses = []
+    for step, loss in enumerate(
+        train_steps(model, tokens, steps, batch, lr, seed, order)
+    ):
+        losses.append(loss)
+        if callback is not None:
+            callback(step)
+    return losses
+
+
+def train_steps(
+    model: PointerContentGPT,
+    tokens: torch.Tensor,
+    steps: int,
+    batch: int = 32,
+    lr: float = 2e-3,
+    seed: int = 0,
+    order: str = "random",
+) -> Iterator[float]:
+    """:func:`train` one step at a time: each ``next()`` takes one step and yields its
+    loss, so that a notebook can spread a long training over several cells."""
     if order not in ("random", "raster", "mixed"):
         raise ValueError(f"order must be 'random', 'raster' or 'mixed', got {order!r}")
+    return _steps(model, tokens, steps, batch, lr, seed, order)
+
+
+def _steps(model, tokens, steps, batch, lr, seed, order) -> Iterator[float]:
     lay = model.layout
     groups = torch.zeros(lay.n_nodes, dtype=torch.long)
     groups[lay.flow()], groups[lay.rgb1()], groups[lay.cam()] = 1, 2, 3
@@ -265,9 +291,8 @@ def train(
             * (1 + math.cos(math.pi * min(s, steps) / steps))
         ),
     )
-    losses = []
     n, P = tokens.shape
-    for step in range(steps):
+    for _ in range(steps):
         idx = torch.randint(n, (batch,), generator=g)
         if order == "random":
             o = random_orders(batch, P, g)
@@ -283,7 +308,4 @@ def train(
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        losses.append(loss.item())
-        if callback is not None:
-            callback(step)
-    return losses
+        yield loss.item()

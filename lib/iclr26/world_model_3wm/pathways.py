@@ -10,19 +10,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
 
+from ..core import seeded
 from .geometry import (
-    abs_rel,
     block_matching_flow,
-    cut_and_paste,
     depth_from_flow,
     patch_mean,
-    psnr,
 )
-from .model import PointerContentGPT, train
+from .model import PointerContentGPT, train_steps
 from .tokens import (
     Bins,
     CameraQuantizer,
@@ -101,8 +100,38 @@ def fit_world_model(
     the pointer-content GPT in random (or raster) orders. Flow tokens are
     ``flow_bins`` bins over ``[-flow_lim, flow_lim]`` px: camera flows grow with the
     frame size (``f = H``), so a larger frame needs a larger ``flow_lim``."""
+    wm, steps_left = world_model_steps(
+        train_batch, n_codes, P, d, L, steps, batch, lr, seed, order, features,
+        device, flow_bins, flow_lim,
+    )  # fmt: skip
+    for step, _ in enumerate(steps_left):
+        if callback is not None:
+            callback(step)
+    return wm
+
+
+def world_model_steps(
+    train_batch: dict,
+    n_codes: int = 256,
+    P: int = 4,
+    d: int = 96,
+    L: int = 3,
+    steps: int = 800,
+    batch: int = 32,
+    lr: float = 2e-3,
+    seed: int = 0,
+    order: str = "random",
+    features: bool = True,
+    device: torch.device | str = "cpu",
+    flow_bins: int = 33,
+    flow_lim: float = 8.0,
+) -> tuple[WorldModel, Iterator[float]]:
+    """:func:`fit_world_model` in steps: the world model with its quantizer fitted and
+    its GPT initialised (from ``seed`` alone), and an iterator whose every ``next()``
+    takes one training step and yields its loss (also appended to ``wm.losses``);
+    the model is put in eval mode after the last step. A notebook can so spread a
+    long training over several cells."""
     H = train_batch["rgb0"].shape[-1]
-    torch.manual_seed(seed)
     pq = PatchQuantizer(n_codes, P, seed).fit(
         torch.cat([train_batch["rgb0"], train_batch["rgb1"]])
     )
@@ -110,10 +139,18 @@ def fit_world_model(
     layout = Layout((H // P) ** 2, n_codes, fq.n, cq.n)
     tokens = tokenize(train_batch, pq, fq, cq, layout)
     feats = value_features(pq, fq, cq) if features else None
-    model = PointerContentGPT(layout, d, L, value_features=feats).to(device)
-    losses = train(model, tokens, steps, batch, lr, seed, order, callback)
-    model.eval()
-    return WorldModel(model, pq, fq, cq, layout, H, losses)
+    with seeded(seed):  # the initial weights, from the seed alone
+        model = PointerContentGPT(layout, d, L, value_features=feats).to(device)
+    wm = WorldModel(model, pq, fq, cq, layout, H, [])
+    losses = train_steps(model, tokens, steps, batch, lr, seed, order)
+
+    def run() -> Iterator[float]:
+        for loss in losses:
+            wm.losses.append(loss)
+            yield loss
+        model.eval()
+
+    return wm, run()
 
 
 def pathway_nvs(wm: WorldModel, batch: dict, via: str = "flow") -> torch.Tensor:
@@ -260,55 +297,13 @@ def patch_depth(depth: torch.Tensor, P: int) -> torch.Tensor:
     return 1.0 / patch_mean(1.0 / depth, P)
 
 
-def evaluate(wm: WorldModel, test: dict, prior: torch.Tensor, seed: int = 0) -> dict:
-    """Every measured number of the chapter's claims on ``test`` (a batch with both
-    event kinds). Returns a dict of floats (means over the test scenes)."""
-    cam = {k: v[test["kind"] == 0] for k, v in test.items()}
-    obj = {k: v[test["kind"] == 1] for k, v in test.items()}
-    gt = patch_depth(cam["depth"], wm.P)
-    r = {}
-    z_flow = pathway_depth(wm, cam)
-    r["depth_flow"] = abs_rel(z_flow, gt).mean().item()
-    r["depth_flow_metric"] = abs_rel(z_flow, gt, median_align=False).mean().item()
-    r["depth_cam_only"] = abs_rel(pathway_depth(wm, cam, "none"), gt).mean().item()
-    r["depth_other_rgb"] = abs_rel(pathway_depth(wm, cam, "other"), gt).mean().item()
-    r["depth_prior_flow"] = (
-        abs_rel(depth_from_prior_flow(wm, cam, prior), gt).mean().item()
-    )
-    r["depth_true_tokens"] = (
-        abs_rel(depth_from_true_flow_tokens(wm, cam), gt).mean().item()
-    )
-    rgb_cam = pathway_nvs(wm, cam, "cam")
-    r["depth_rgb"] = abs_rel(pathway_depth_via_rgb(wm, cam, rgb_cam), gt).mean().item()
-    r["depth_rgb_true"] = (
-        abs_rel(pathway_depth_via_rgb(wm, cam, cam["rgb1"]), gt).mean().item()
-    )
-    r["depth_prior"] = abs_rel(prior.expand_as(gt), gt).mean().item()
-    r["psnr_cam"] = psnr(rgb_cam, cam["rgb1"]).mean().item()
-    for via in ("flow", "chain", "flow_other"):
-        r[f"psnr_{via}"] = psnr(pathway_nvs(wm, cam, via), cam["rgb1"]).mean().item()
-    r["psnr_ceiling"] = (
-        psnr(wm.pq.decode(wm.pq.encode(cam["rgb1"]), wm.H), cam["rgb1"]).mean().item()
-    )
-    gen = pathway_manipulate(wm, obj, seed=seed)
-    ctrl = pathway_manipulate(wm, obj, seed=seed, flow=False)
-    naive = cut_and_paste(obj["rgb0"], obj["obj_mask0"], obj["shift"])
-    r["hit"] = manipulation_hits(gen, obj).float().mean().item()
-    r["hit_noflow"] = manipulation_hits(ctrl, obj).float().mean().item()
-    r["hit_paste"] = manipulation_hits(naive, obj).float().mean().item()
-    r["psnr_manip"] = psnr(gen, obj["rgb1"]).mean().item()
-    r["psnr_manip_noflow"] = psnr(ctrl, obj["rgb1"]).mean().item()
-    r["psnr_paste"] = psnr(naive, obj["rgb1"]).mean().item()
-    return r
-
-
 __all__ = [
     "WorldModel",
     "colour_centroid",
     "depth_from_prior_flow",
     "depth_from_true_flow_tokens",
-    "evaluate",
     "fit_world_model",
+    "world_model_steps",
     "layout_prior",
     "load_stereo_motorcycle",
     "make_tabletop_batch",
