@@ -68,6 +68,7 @@ NOT_YET_READABLE = {
     "08-paano",
     "09-compmarkgs",
     "11-3wm",
+    "12-reward-distill",
     "13-dial",
 }
 
