@@ -23,13 +23,13 @@ from iclr26.al_trees import (
     greedy_tree_pool_error,
     grid_points,
     hamming_to,
-    loglog_slope,
     passive_labels_to_collapse,
     sample_target,
     theta_from_radius,
     threshold_splits,
     tree_count_formula,
 )
+from iclr26.numerics import loglog_slope
 
 
 def naive_tree(X, f, t, left, right):
@@ -202,8 +202,12 @@ def test_passive_matches_naive_first_disagreement():
 
 def test_bad_input_errors():
     P = enumerate_trees(grid_points(3))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="k .points per axis. must be an int >= 2"):
         grid_points(1)
+    with pytest.raises(TypeError, match="must be an int"):
+        grid_points(4.0)  # a float where an int is meant
+    with pytest.raises(TypeError, match="must be an int"):
+        antidiagonal_points(True)
     with pytest.raises(ValueError):
         enumerate_trees(grid_points(3), depth=3)
     with pytest.raises(TypeError):

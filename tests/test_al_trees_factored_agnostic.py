@@ -66,9 +66,11 @@ def test_non_grid_pools():
     assert torch.unique(J[:, 0]).numel() == 25  # every coordinate distinct
     Q = alt.permutation_points(10, g)
     assert sorted(Q[:, 1].tolist()) == list(range(10))
-    for bad in (0.0, 0.5, True):
-        with pytest.raises(ValueError):
+    for bad in (0.0, 0.5, float("nan")):
+        with pytest.raises(ValueError, match="jitter must"):
             alt.jittered_grid_points(5, bad, g)
+    with pytest.raises(TypeError, match="jitter must be a real number"):
+        alt.jittered_grid_points(5, True, g)
     with pytest.raises(TypeError):
         alt.permutation_points(5, 3)
     with pytest.raises(ValueError):
@@ -170,8 +172,10 @@ def test_robust_cal_and_random_erm_bad_input():
         alt.robust_cal(P, y, order, delta=0.0)
     with pytest.raises(ValueError):
         alt.robust_cal(P, y, order, growth=1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="budget must be an int <= 6"):
         alt.random_query_erm(P, y, order, budget=7)
+    with pytest.raises(TypeError, match="budget must be an int"):
+        alt.random_query_erm(P, y, order, budget=3.0)
     with pytest.raises(TypeError):
         alt.random_query_erm(P, y.float(), order, budget=3)
     assert alt.random_query_erm(P, y, order, budget=6) == int(
@@ -193,3 +197,25 @@ def test_passive_closed_form_matches_step_by_step():
             vs.update(i, bool(y[i]))
             m += 1
         assert alt.passive_labels_to_collapse(P, y, order) == m
+
+
+def test_seeded_functions_do_not_depend_on_call_order():
+    """Every draw takes its own generator: two seeded calls give the same numbers in
+    either order, whatever ran before them (no global random state)."""
+    P = alt.enumerate_trees(alt.grid_points(5))
+    y = P[7]
+
+    def target():
+        return alt.sample_target(P, torch.Generator().manual_seed(3))
+
+    def jittered():
+        return alt.jittered_grid_points(5, 0.3, torch.Generator().manual_seed(4))
+
+    def noisy():
+        return alt.noisy_labels(y, 0.1, torch.Generator().manual_seed(5))
+
+    a = (target(), jittered(), noisy())
+    torch.rand(10)  # an unrelated global draw
+    b = (noisy(), jittered(), target())[::-1]
+    for u, v in zip(a, b):
+        assert torch.equal(u, v)

@@ -323,8 +323,36 @@ def test_exercise_check_answers_not_done_wrong_and_correct():
     assert ns.fsnn.check_gl_weights(reference).status == "correct"
 
 
-def test_loglog_slope():
-    t = torch.arange(1.0, 100.0)
-    assert fsnn.loglog_slope(t, 3 * t**-1.6) == pytest.approx(-1.6)
+def test_seeded_functions_do_not_depend_on_call_order():
+    """The data, the corruptions and a seeded network draw from their own generators:
+    the same numbers in either order, whatever ran before them."""
+
+    def bar():
+        return fsnn.make_moving_bar_events(16, size=8, steps=6, seed=5)[0]
+
+    def net():
+        model = fsnn.SpikingMLP(64, 8, 4, fsnn.FractionalLIF(0.8), seed=11)
+        return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    def noisy():
+        return fsnn.corrupt_events(torch.zeros(6, 4, 64), 0.2, seed=3, kind="flip")
+
+    a = (bar(), net(), noisy())
+    torch.rand(10)  # an unrelated global draw
+    b = (noisy(), net(), bar())[::-1]
+    for u, v in zip(a, b):
+        assert torch.equal(u, v)
+    other = fsnn.SpikingMLP(64, 8, 4, fsnn.FractionalLIF(0.8), seed=12)
+    assert not torch.equal(net()[:8], other.encode.weight.detach().flatten()[:8])
+
+
+def test_predict_is_what_accuracy_scores():
+    x, y = fsnn.make_moving_bar_events(32, size=8, steps=6, seed=1)
+    model = fsnn.SpikingMLP(64, 8, 4, fsnn.FractionalLIF(0.8), seed=0)
+    pred = fsnn.predict(model, x)
+    assert pred.shape == (32,) and pred.dtype == torch.int64
+    assert fsnn.accuracy(model, x, y) == pytest.approx(
+        100 * float((pred == y).float().mean())
+    )
     with pytest.raises(ValueError):
-        fsnn.loglog_slope(t, t[:-1])
+        fsnn.predict(model, x[0])

@@ -102,16 +102,3 @@ def test_training_reduces_loss_and_accuracy_is_a_percentage():
     assert 0.0 <= fsnn.accuracy(model, x, y) <= 100.0
     with pytest.raises(ValueError):
         fsnn.train_classifier(model, x, y[:-1], steps=1, batch=4, lr=1e-2)
-
-
-def test_loglog_slope_refuses_zeros_and_bad_t():
-    t = torch.arange(1.0, 10.0)
-    y = t**-1.5
-    with pytest.raises(ValueError, match="zero"):
-        fsnn.loglog_slope(t, torch.cat([y[:-1], torch.zeros(1)]))
-    with pytest.raises(ValueError):
-        fsnn.loglog_slope(t - 1, y)
-    with pytest.raises(ValueError):
-        fsnn.loglog_slope(torch.ones(5), torch.ones(5))
-    with pytest.raises(TypeError):
-        fsnn.loglog_slope([1.0, 2.0], y[:2])

@@ -336,3 +336,28 @@ def test_errors_on_bad_input():
         L.LorentzCNN(4, bn="layernorm")
     with pytest.raises(TypeError):
         L.lorentz_inner([1.0, 2.0], torch.randn(2))
+
+
+def test_seeded_models_and_training_do_not_depend_on_call_order():
+    """A model built with ``seed=`` and trained by ``train_classifier`` (dropout inside
+    ``seeded(seed)``) gives the same numbers whatever ran before it."""
+    x, y = L.tree_data(2, 2, dim=6, per_leaf=10, seed=3)
+
+    def digits_like():
+        model = L.LorentzCNN(4, classes=3, seed=5)
+        return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    def trained():
+        model = L.LorentzMLP(6, 8, 2, 4, seed=7)
+        res = L.train_classifier(model, x, y, x, y, epochs=2, batch_size=8, seed=9)
+        return torch.tensor(res["losses"]), res["pred"]
+
+    a = (digits_like(), trained())
+    torch.rand(10)  # an unrelated global draw
+    b = (trained(), digits_like())[::-1]
+    assert torch.equal(a[0], b[0])
+    assert torch.equal(a[1][0], b[1][0]) and torch.equal(a[1][1], b[1][1])
+    # and the seed matters
+    w = L.EuclideanMLP(6, 8, 2, 4, seed=1).head.weight
+    assert not torch.equal(w, L.EuclideanMLP(6, 8, 2, 4, seed=2).head.weight)
+    assert torch.equal(w, L.EuclideanMLP(6, 8, 2, 4, seed=1).head.weight)

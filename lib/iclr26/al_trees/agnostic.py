@@ -30,7 +30,8 @@ import math
 
 import torch
 
-from .core import VersionSpace, _check_labels, _space
+from ..validate import as_float, as_int
+from .core import VersionSpace, _check_labels, _space, hamming_to_columns
 
 __all__ = ["noisy_labels", "pool_errors", "robust_cal", "random_query_erm"]
 
@@ -46,12 +47,7 @@ def noisy_labels(
         or y.numel() == 0
     ):
         raise TypeError("y must be a non-empty 1-D bool tensor")
-    if (
-        isinstance(rate, bool)
-        or not isinstance(rate, (int, float))
-        or not 0 <= rate < 0.5
-    ):
-        raise ValueError(f"rate must be a number in [0, 0.5), got {rate!r}")
+    rate = as_float(rate, "rate", lo=0.0, hi=0.5, open_hi=True)
     n = y.numel()
     flip = torch.randperm(n, generator=generator)[: round(rate * n)].to(y.device)
     out = y.clone()
@@ -65,18 +61,7 @@ def pool_errors(P: torch.Tensor | VersionSpace, y: torch.Tensor) -> torch.Tensor
     n = vs.n_points
     if not isinstance(y, torch.Tensor) or y.dtype != torch.bool or y.shape != (n,):
         raise TypeError(f"y must be a bool tensor of shape ({n},)")
-    from .core import hamming_to_columns
-
     return hamming_to_columns(vs.by_point, y).double() / n
-
-
-def _check_delta(delta: float) -> None:
-    if (
-        isinstance(delta, bool)
-        or not isinstance(delta, (int, float))
-        or not 0 < delta < 1
-    ):
-        raise ValueError(f"delta must be a number in (0, 1), got {delta!r}")
 
 
 def robust_cal(
@@ -112,15 +97,10 @@ def robust_cal(
     vs = _space(P)
     n, H = vs.n_points, vs.n_hypotheses
     _check_labels(n, y, order)
-    _check_delta(delta)
+    delta = as_float(delta, "delta", lo=0.0, hi=1.0, open_lo=True, open_hi=True)
     if bound not in ("relative", "additive"):
         raise ValueError(f"bound must be 'relative' or 'additive', got {bound!r}")
-    if (
-        isinstance(growth, bool)
-        or not isinstance(growth, (int, float))
-        or not growth > 1
-    ):
-        raise ValueError(f"growth must be a number > 1, got {growth!r}")
+    growth = as_float(growth, "growth", lo=1.0, open_lo=True)
     checks = math.ceil(math.log(max(n, 2)) / math.log(growth)) + 2
     beta = math.log(H * checks / delta)
     alive = torch.arange(H, device=vs.by_point.device)  # (H_alive,)
@@ -174,8 +154,7 @@ def random_query_erm(
     vs = _space(P)
     n = vs.n_points
     _check_labels(n, y, order)
-    if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= n:
-        raise ValueError(f"budget must be an int in [0, {n}], got {budget!r}")
+    budget = as_int(budget, "budget", lo=0, hi=n)
     idx = order[:budget].to(vs.by_point.device)
     L = vs.by_point[idx].to(torch.float32)  # (budget, H)
     target = y[idx].to(torch.float32)[:, None]  # (budget, 1)

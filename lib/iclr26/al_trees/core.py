@@ -30,6 +30,7 @@ from typing import Callable
 import torch
 
 from ..core import ExerciseVerdict, grade_exercise
+from ..validate import as_float, as_int
 
 __all__ = [
     "grid_points",
@@ -47,7 +48,6 @@ __all__ = [
     "passive_labels_to_collapse",
     "greedy_tree_pool_error",
     "sample_target",
-    "loglog_slope",
     "check_disagreement_coefficient",
 ]
 
@@ -62,10 +62,8 @@ def grid_points(
 ) -> torch.Tensor:
     """All points of the grid {0, ..., k-1}^dim, shape (k**dim, dim), float32,
     row-major order."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        raise ValueError(f"k (points per axis) must be an int >= 2, got {k!r}")
-    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
-        raise ValueError(f"dim must be an int >= 1, got {dim!r}")
+    k = as_int(k, "k (points per axis)", lo=2)
+    dim = as_int(dim, "dim", lo=1)
     axes = [torch.arange(k, dtype=torch.float32, device=device)] * dim
     mesh = torch.meshgrid(*axes, indexing="ij")  # dim tensors of shape (k, ..., k)
     return torch.stack([m.reshape(-1) for m in mesh], dim=1)  # (k^dim, dim)
@@ -79,8 +77,7 @@ def antidiagonal_points(
     Not a grid: every point has its own value on each axis, and the two axes are in
     reverse order.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n must be an int >= 2, got {n!r}")
+    n = as_int(n, "n", lo=2)
     i = torch.arange(n, dtype=torch.float32, device=device)
     return torch.stack([i, n - 1 - i], dim=1)  # (n, 2)
 
@@ -367,11 +364,7 @@ def theta_from_radius(rho: torch.Tensor, r0: float) -> tuple[float, float]:
     """
     if not isinstance(rho, torch.Tensor) or rho.ndim != 1 or rho.numel() == 0:
         raise TypeError("rho must be a non-empty 1-D tensor")
-    if (
-        not (isinstance(r0, (int, float)) and not isinstance(r0, bool))
-        or not 0 < r0 <= 1
-    ):
-        raise ValueError(f"r0 must be a number in (0, 1], got {r0!r}")
+    r0 = as_float(r0, "r0", lo=0.0, hi=1.0, open_lo=True)
     finite = rho[torch.isfinite(rho)]
     cands = torch.cat(
         [
@@ -595,8 +588,7 @@ def sample_target(
     """A random target h* from the class whose minority label covers >= ``min_minority``
     of the pool (so the task is not nearly constant). Returns (n,) bool, a row of P."""
     _check_class(P)
-    if not 0 <= min_minority <= 0.5:
-        raise ValueError(f"min_minority must lie in [0, 0.5], got {min_minority}")
+    min_minority = as_float(min_minority, "min_minority", lo=0.0, hi=0.5)
     # (H,) fraction labelled 1
     frac = _matvec(P, torch.ones(P.shape[1], 1, device=P.device))[:, 0] / P.shape[1]
     ok = torch.nonzero(torch.minimum(frac, 1 - frac) >= min_minority).flatten()
@@ -621,29 +613,13 @@ def greedy_tree_pool_error(
     from sklearn.tree import DecisionTreeClassifier
 
     _check_points(X)
+    depth = as_int(depth, "depth", lo=1)
+    seed = as_int(seed, "seed", lo=0)
     if not isinstance(y, torch.Tensor) or y.shape != (X.shape[0],):
         raise ValueError(f"y must be a tensor of shape ({X.shape[0]},)")
     Xn, yn = X.detach().cpu().numpy(), y.detach().cpu().numpy().astype(int)
     tree = DecisionTreeClassifier(max_depth=depth, random_state=seed).fit(Xn, yn)
     return float((tree.predict(Xn) != yn).mean())
-
-
-def loglog_slope(n: torch.Tensor | list, values: torch.Tensor | list) -> float:
-    """Least-squares slope of log(values) against log(n): the exponent b in
-    values ~ n^b.
-
-    A polylogarithmic curve has a slope that tends to 0 as n grows; a linear one
-    has slope 1.
-    """
-    n_t = torch.as_tensor(n, dtype=torch.float64)
-    v_t = torch.as_tensor(values, dtype=torch.float64)
-    if n_t.ndim != 1 or n_t.shape != v_t.shape or n_t.numel() < 2:
-        raise ValueError("n and values must be 1-D with the same length >= 2")
-    if (n_t <= 0).any() or (v_t <= 0).any():
-        raise ValueError("n and values must be positive")
-    a, b = n_t.log(), v_t.log()
-    a = a - a.mean()
-    return float((a * (b - b.mean())).sum() / (a * a).sum())
 
 
 # --------------------------------------------------------------------------------------

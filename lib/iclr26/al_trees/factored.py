@@ -26,6 +26,7 @@ import math
 
 import torch
 
+from ..validate import as_float, as_int
 from .core import _check_points, theta_from_radius, threshold_splits
 
 __all__ = [
@@ -93,7 +94,6 @@ def _radius_and_fit(
         raise ValueError(
             f"X and hstar must be on one device, got {X.device} and {hstar.device}"
         )
-    device = X.device  # noqa: F841 unused, left unchanged
     hf = hstar.to(torch.float32)  # (n,)
     # The constant ~h*(x) flips x at cost #{z : h*(z) = h*(x)}.
     n1 = hf.sum()
@@ -193,14 +193,8 @@ def jittered_grid_points(
     coordinate any more, so a threshold can separate points of one grid column: the
     grid assumption (ii) is broken while the picture still looks like a grid.
     """
-    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        raise ValueError(f"k (points per axis) must be an int >= 2, got {k!r}")
-    if (
-        isinstance(jitter, bool)
-        or not isinstance(jitter, (int, float))
-        or not 0 < jitter < 0.5
-    ):
-        raise ValueError(f"jitter must be a number in (0, 0.5), got {jitter!r}")
+    k = as_int(k, "k (points per axis)", lo=2)
+    jitter = as_float(jitter, "jitter", lo=0.0, hi=0.5, open_lo=True, open_hi=True)
     if not isinstance(generator, torch.Generator):
         raise TypeError(
             f"generator must be a torch.Generator, got {type(generator).__name__}"
@@ -223,8 +217,7 @@ def permutation_points(
     Every coordinate value appears once per axis (like the anti-diagonal, which is the
     permutation i -> n-1-i), but in random order.
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n must be an int >= 2, got {n!r}")
+    n = as_int(n, "n", lo=2)
     if not isinstance(generator, torch.Generator):
         raise TypeError(
             f"generator must be a torch.Generator, got {type(generator).__name__}"

@@ -48,12 +48,11 @@ from .kernels import (
     check_gl_weights,
     gl_derivative,
     gl_weights,
-    loglog_slope,
     mittag_leffler,
     mittag_leffler_series,
 )
 from .neuron import FractionalLIF, SpikeFn, fractional_lif, lif_reference, spike
-from .train import accuracy, train_classifier
+from .train import accuracy, predict, train_classifier
 
 __all__ = [
     "METHODS",
@@ -63,7 +62,6 @@ __all__ = [
     "gl_derivative",
     "mittag_leffler",
     "mittag_leffler_series",
-    "loglog_slope",
     "check_gl_weights",
     "SpikeFn",
     "spike",
@@ -79,4 +77,5 @@ __all__ = [
     "ML_X_MAX",
     "train_classifier",
     "accuracy",
+    "predict",
 ]

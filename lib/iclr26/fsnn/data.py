@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .kernels import _check_n
+from ..core import seeded
+from ..validate import as_float, as_int
 
 # --------------------------------------------------------------------------------------
 # Synthetic event data: a bar moving in one of four directions
@@ -35,18 +36,14 @@ def make_moving_bar_events(
     nearly direction-blind for left vs right and for up vs down: telling them apart
     needs the order of events, i.e. temporal memory.
     """
-    _check_n(n)
-    if size < 4 or steps < 2 or bar_width < 1:
-        raise ValueError(
-            f"need size >= 4, steps >= 2, bar_width >= 1, got {size}, {steps}, "
-            f"{bar_width}"
-        )
+    n = as_int(n, "n", lo=1)
+    size, steps = as_int(size, "size", lo=4), as_int(steps, "steps", lo=2)
+    bar_width, seed = as_int(bar_width, "bar_width", lo=1), as_int(seed, "seed", lo=0)
+    background = as_float(background, "background", lo=0.0, hi=1.0)
     lo, hi = speed_range
     if not 0 < lo <= hi:
         raise ValueError(f"speed_range must satisfy 0 < lo <= hi, got {speed_range}")
-    if not 0.0 <= background <= 1.0:
-        raise ValueError(f"background must lie in [0, 1], got {background}")
-    g = torch.Generator().manual_seed(int(seed))
+    g = torch.Generator().manual_seed(seed)
     labels = torch.randint(0, 4, (n,), generator=g)
     speed = lo + (hi - lo) * torch.rand(n, generator=g)  # px / step
     span = size + bar_width
@@ -192,7 +189,8 @@ def make_delayed_cue_events(
     ``steps - cue_steps - go_steps`` silent steps in its neurons' state.
     Returns events (steps, n, d) in {0, 1} and labels (n,) int64.
     """
-    _check_n(n)
+    n, d, seed = as_int(n, "n", lo=1), as_int(d, "d", lo=1), as_int(seed, "seed", lo=0)
+    background = as_float(background, "background", lo=0.0, hi=1.0)
     if (
         steps < cue_steps + go_steps + 1
         or cue_steps < 1
@@ -203,8 +201,6 @@ def make_delayed_cue_events(
             "need cue_steps, go_steps >= 1, n_classes >= 2 and steps > cue_steps "
             f"+ go_steps, got steps={steps}, cue={cue_steps}, go={go_steps}"
         )
-    if not 0.0 <= background <= 1.0:
-        raise ValueError(f"background must lie in [0, 1], got {background}")
     pg = torch.Generator().manual_seed(int(pattern_seed))
     patterns = (torch.rand(n_classes, d, generator=pg) < 0.25).float()  # (classes, d)
     go = (torch.rand(d, generator=pg) < 0.25).float()  # (d,)
@@ -226,6 +222,9 @@ class SpikingMLP(nn.Module):
     last ``readout_steps`` only.
     ``steps``: the number of time steps the model expects; given, a batch-first input
     (batch, T, d_in) is refused instead of being read as T = batch time steps.
+    ``seed``: draw the initial weights of the two linear layers from a generator seeded
+    with it (None: from torch's global generator, as ``nn.Linear`` does); the same
+    seed gives the same network whatever ran before.
     """
 
     def __init__(
@@ -236,6 +235,7 @@ class SpikingMLP(nn.Module):
         neuron: nn.Module,
         steps: int | None = None,
         readout_steps: int | None = None,
+        seed: int | None = None,
     ):
         super().__init__()
         for name, value in (
@@ -254,9 +254,14 @@ class SpikingMLP(nn.Module):
                 )
         if steps is not None and readout_steps is not None and readout_steps > steps:
             raise ValueError(f"readout_steps={readout_steps} exceeds steps={steps}")
-        self.encode = nn.Linear(d_in, d_hidden)
+        if seed is None:
+            self.encode = nn.Linear(d_in, d_hidden)
+            self.readout = nn.Linear(d_hidden, n_classes)
+        else:
+            with seeded(as_int(seed, "seed", lo=0)):
+                self.encode = nn.Linear(d_in, d_hidden)
+                self.readout = nn.Linear(d_hidden, n_classes)
         self.neuron = neuron
-        self.readout = nn.Linear(d_hidden, n_classes)
         self.steps, self.readout_steps = steps, readout_steps
         self.last_spike_rate: float | None = None
 

@@ -1,5 +1,7 @@
 """Fractional calculus for the f-LIF neuron: GL and ABM weights, the GL derivative, the
-Mittag-Leffler function, a log-log tail fit, input checks and the exercise check."""
+Mittag-Leffler function, the order's input check and the exercise check. (Tail fits
+use :func:`iclr26.numerics.loglog_slope`; the other input checks come from
+:mod:`iclr26.validate`.)"""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Callable
 import torch
 
 from ..core import ExerciseVerdict, grade_exercise
+from ..validate import as_int, check_positive
 
 METHODS = ("gl", "abm")
 
@@ -36,20 +39,6 @@ def _check_alpha(alpha) -> None:
         value = float(alpha)
     if not 0.0 < value <= 1.0:
         raise ValueError(f"alpha must lie in (0, 1], got {value}")
-
-
-def _check_positive(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a positive float, got {type(value).__name__}")
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be positive and finite, got {value}")
-
-
-def _check_n(n) -> None:
-    if isinstance(n, bool) or not isinstance(n, int):
-        raise TypeError(f"n must be an int, got {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
 
 
 def _as_alpha_tensor(
@@ -88,7 +77,7 @@ def gl_weights(
     power law, not an exponential.
     """
     _check_alpha(alpha)
-    _check_n(n)
+    n = as_int(n, "n", lo=1)
     a = _as_alpha_tensor(alpha, dtype=dtype, device=device)
     j = torch.arange(1, n, dtype=a.dtype, device=a.device)  # (n-1,)
     factors = 1.0 - (1.0 + a) / j  # c_j / c_{j-1}
@@ -112,7 +101,7 @@ def abm_weights(
     * sum_j f_j.
     """
     _check_alpha(alpha)
-    _check_n(n)
+    n = as_int(n, "n", lo=1)
     a = _as_alpha_tensor(alpha, dtype=dtype, device=device)
     # (n-1,), m >= 1 avoids 0^alpha
     m = torch.arange(1, n, dtype=a.dtype, device=a.device)
@@ -136,7 +125,7 @@ def gl_derivative(
         )
     if values.ndim < 1:
         raise ValueError("values must have a time axis first: shape (T, ...)")
-    _check_positive("h", h)
+    h = check_positive("h", h)
     T = values.shape[0]
     c = gl_weights(alpha, T, dtype=values.dtype, device=values.device)  # (T,)
     # Toeplitz matrix L[k, i] = c_{k-i} for i <= k: D = h^-α · L @ y (vectorised over k)
@@ -207,7 +196,7 @@ def mittag_leffler(
         raise ValueError(
             f"mittag_leffler was validated for alpha >= {ML_ALPHA_MIN}, got {alpha}"
         )
-    _check_n(grid_points)
+    grid_points = as_int(grid_points, "grid_points", lo=1)
     if alpha == 1.0:
         return torch.exp(z)
     eps = math.pi * (1.0 - alpha)  # 1 - alpha is exact near 1: no sin(alpha pi)
@@ -234,44 +223,11 @@ def mittag_leffler_series(
     z: any shape, float64 advised.
     """
     _check_alpha(alpha)
-    _check_n(terms)
+    terms = as_int(terms, "terms", lo=1)
     k = torch.arange(terms, dtype=z.dtype, device=z.device)
     log_gamma = torch.lgamma(float(alpha) * k + 1.0)  # (terms,)
     powers = z.unsqueeze(-1) ** k  # (..., terms)
     return (powers * torch.exp(-log_gamma)).sum(-1)
-
-
-# --------------------------------------------------------------------------------------
-# Tail fits
-# --------------------------------------------------------------------------------------
-
-
-def loglog_slope(t: torch.Tensor, y: torch.Tensor) -> float:
-    """Least-squares slope of log|y| against log t. t, y: 1-D of the same length >= 2, t
-    > 0 and y != 0 everywhere (a zero has no logarithm: mask it out first,
-    and say so)."""
-    for name, v in (("t", t), ("y", y)):
-        if not isinstance(v, torch.Tensor):
-            raise TypeError(f"{name} must be a tensor, got {type(v).__name__}")
-    if t.ndim != 1 or y.shape != t.shape or t.numel() < 2:
-        raise ValueError(
-            f"t and y must be 1-D of the same length >= 2, got {tuple(t.shape)} "
-            f"and {tuple(y.shape)}"
-        )
-    if not (bool(torch.isfinite(t).all()) and bool(torch.isfinite(y).all())):
-        raise ValueError("t and y must be finite (got NaN or inf)")
-    if bool((t <= 0).any()):
-        raise ValueError("t must be positive everywhere (log t)")
-    if bool((y == 0).any()):
-        raise ValueError(
-            f"y is zero at {int((y == 0).sum())} of {y.numel()} points; log|y| "
-            "is -inf there: drop those points (e.g. y[y != 0]) before fitting"
-        )
-    lx, ly = torch.log(t.double()), torch.log(y.double().abs())
-    lx, ly = lx - lx.mean(), ly - ly.mean()
-    if float((lx * lx).sum()) == 0.0:
-        raise ValueError("t must take at least two distinct values")
-    return float((lx * ly).sum() / (lx * lx).sum())
 
 
 # --------------------------------------------------------------------------------------

@@ -8,11 +8,11 @@ import math
 import torch
 from torch import nn
 
+from ..validate import as_int, check_positive
 from .kernels import (
     METHODS,
     _as_alpha_tensor,
     _check_alpha,
-    _check_positive,
     abm_weights,
     gl_weights,
 )
@@ -47,7 +47,7 @@ class SpikeFn(torch.autograd.Function):
 def spike(x: torch.Tensor, scale: float = 2.0) -> torch.Tensor:
     """Heaviside spike of ``x`` (membrane minus threshold) with an arctan surrogate
     gradient."""
-    _check_positive("scale", scale)
+    check_positive("scale", scale)
     return SpikeFn.apply(x, float(scale))
 
 
@@ -98,17 +98,9 @@ def fractional_lif(
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
     _check_alpha(alpha)
     for name, value in (("tau", tau), ("h", h), ("threshold", threshold)):
-        _check_positive(name, value)
+        check_positive(name, value)
     if memory is not None:
-        if isinstance(memory, bool) or not isinstance(memory, int):
-            raise TypeError(
-                f"memory must be None or a positive int, got {type(memory).__name__}"
-            )
-        if memory < 1:
-            raise ValueError(
-                "memory must be at least 1 (or None for the full history), got "
-                f"{memory}"
-            )
+        memory = as_int(memory, "memory (None: the full history)", lo=1)
         if method != "gl":
             raise ValueError(
                 "memory truncation is implemented for method='gl' only (truncating the "
@@ -259,7 +251,7 @@ class FractionalLIF(nn.Module):
             ("threshold", threshold),
             ("surrogate_scale", surrogate_scale),
         ):
-            _check_positive(name, value)
+            check_positive(name, value)
         if not 0.0 < alpha_min <= alpha:
             raise ValueError(
                 f"alpha_min must lie in (0, alpha={alpha}], got {alpha_min}"

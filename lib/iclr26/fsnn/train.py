@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .kernels import _check_n
+from ..validate import as_float, as_int
 
 
 def train_classifier(
@@ -31,12 +31,11 @@ def train_classifier(
         raise ValueError(
             f"x must be (T, n, d) and y (n,), got {tuple(x.shape)} and {tuple(y.shape)}"
         )
-    _check_n(steps)
-    _check_n(batch)
-    if not (isinstance(lr, float) and lr > 0):
-        raise ValueError(f"lr must be a positive float, got {lr!r}")
+    steps, batch = as_int(steps, "steps", lo=1), as_int(batch, "batch", lo=1)
+    lr = as_float(lr, "lr", lo=0.0, open_lo=True)
+    seed = as_int(seed, "seed", lo=0)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    g = torch.Generator().manual_seed(int(seed))
+    g = torch.Generator().manual_seed(seed)
     losses = []
     for _ in range(steps):
         idx = torch.randint(0, x.shape[1], (batch,), generator=g).to(x.device)
@@ -49,10 +48,20 @@ def train_classifier(
 
 
 @torch.no_grad()
+def predict(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """The class ``model`` predicts for each sample of ``x`` (T, n, d): (n,) int64."""
+    if not isinstance(x, torch.Tensor) or x.ndim != 3:
+        raise ValueError(
+            f"x must be a (T, n, d) tensor, got {tuple(getattr(x, 'shape', ()))}"
+        )
+    return model(x).argmax(1)
+
+
+@torch.no_grad()
 def accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
     """Percent of (x, y) that ``model`` classifies correctly (x: (T, n, d), y: (n,))."""
     if x.ndim != 3 or y.shape != (x.shape[1],):
         raise ValueError(
             f"x must be (T, n, d) and y (n,), got {tuple(x.shape)} and {tuple(y.shape)}"
         )
-    return 100.0 * float((model(x).argmax(1) == y).float().mean())
+    return 100.0 * float((predict(model, x) == y).float().mean())

@@ -15,6 +15,8 @@ import math
 
 import torch
 
+from ..validate import as_float, as_int
+
 # keeps sqrt differentiable at an exactly-zero vector (value ~1e-15, gradient 0)
 _TINY = 1e-30
 
@@ -318,14 +320,12 @@ def karcher_mean(
     _check_points(x)
     if x.ndim != 2 or x.shape[0] < 1:
         raise ValueError(f"x must be (N, n+1) with N >= 1, got {tuple(x.shape)}")
-    if iters is not None and (
-        isinstance(iters, bool) or not isinstance(iters, int) or iters < 0
-    ):
-        raise ValueError(f"iters must be None or an int >= 0, got {iters!r}")
+    if iters is not None:
+        iters = as_int(iters, "iters (or None)", lo=0)
     if tol is None:
         tol = 1e-9 if x.dtype == torch.float64 else 1e-4
-    if not tol > 0:
-        raise ValueError(f"tol must be positive, got {tol}")
+    tol = as_float(tol, "tol", lo=0.0, open_lo=True)
+    max_iters = as_int(max_iters, "max_iters", lo=1)
     sk = float(_sqrt(float(k)))
     slack = 8 * torch.finfo(x.dtype).eps  # F comparisons at rounding level
 
@@ -410,6 +410,5 @@ def digamma_scale(d: int, N: int) -> float:
     + psi(n/2))/2)."""
     from scipy.special import digamma  # scipy's digamma: a well-kept implementation
 
-    if not (isinstance(d, int) and isinstance(N, int) and d >= 1 and N >= 1):
-        raise ValueError(f"d and N must be positive ints, got {d}, {N}")
+    d, N = as_int(d, "d", lo=1), as_int(N, "N", lo=1)
     return float(math.exp(0.5 * (digamma(d / 2) - digamma(N * d / 2))))

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..validate import as_float, as_int
 from .geometry import (
     _check_k,
     _check_points,
@@ -60,16 +61,8 @@ class PLFC(nn.Module):
         gain: str = "norm",
     ):
         super().__init__()
-        if not (
-            isinstance(in_dim, int)
-            and isinstance(out_dim, int)
-            and in_dim >= 1
-            and out_dim >= 1
-        ):
-            raise ValueError(
-                "in_dim and out_dim must be positive ints (space dimensions), got "
-                f"{in_dim}, {out_dim}"
-            )
+        in_dim = as_int(in_dim, "in_dim (a space dimension)", lo=1)
+        out_dim = as_int(out_dim, "out_dim (a space dimension)", lo=1)
         self.k = _check_k(k)
         self.in_dim, self.out_dim = in_dim, out_dim
         self.U = nn.Parameter(torch.randn(in_dim, out_dim) / math.sqrt(in_dim))
@@ -159,12 +152,9 @@ class GyroLBN(nn.Module):
         gamma: float = 1.0,
     ):
         super().__init__()
-        if not isinstance(dim, int) or dim < 1:
-            raise ValueError(
-                f"dim (space dimension n) must be a positive int, got {dim}"
-            )
-        if not 0.0 < momentum <= 1.0:
-            raise ValueError(f"momentum must lie in (0, 1], got {momentum}")
+        dim = as_int(dim, "dim (space dimension n)", lo=1)
+        momentum = as_float(momentum, "momentum", lo=0.0, hi=1.0, open_lo=True)
+        eps = as_float(eps, "eps", lo=0.0, open_lo=True)
         self.k, self.dim, self.momentum, self.eps = _check_k(k), dim, momentum, eps
         self.gamma = nn.Parameter(torch.tensor(float(gamma)))  # target Frechet std
         self.bias = nn.Parameter(torch.zeros(dim))
@@ -221,12 +211,8 @@ class GyroBN(GyroLBN):
         karcher_tol: float | None = None,
     ):
         super().__init__(dim, k, momentum, eps, gamma)
-        if karcher_iters is not None and (
-            not isinstance(karcher_iters, int) or karcher_iters < 1
-        ):
-            raise ValueError(
-                f"karcher_iters must be None or a positive int, got {karcher_iters}"
-            )
+        if karcher_iters is not None:
+            karcher_iters = as_int(karcher_iters, "karcher_iters (or None)", lo=1)
         self.karcher_iters, self.karcher_tol = karcher_iters, karcher_tol
 
     def batch_mean(self, x: torch.Tensor) -> torch.Tensor:
@@ -330,8 +316,7 @@ class LorentzDropout(nn.Module):
 
     def __init__(self, p: float = 0.1, k: float = 1.0):
         super().__init__()
-        if not 0.0 <= p < 1.0:
-            raise ValueError(f"p must lie in [0, 1), got {p}")
+        p = as_float(p, "p", lo=0.0, hi=1.0, open_hi=True)
         self.p, self.k = p, _check_k(k)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

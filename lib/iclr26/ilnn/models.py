@@ -3,12 +3,15 @@ seeded synthetic hierarchy, and a plain training loop."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from ..core import seeded
+from ..validate import as_float, as_int
 from .geometry import _check_k, lift, lorentz_centroid
 from .layers import (
     LFC,
@@ -25,6 +28,15 @@ from .layers import (
 # --------------------------------------------------------------------------------------
 # models for the chapter
 # --------------------------------------------------------------------------------------
+def _init_from(seed: int | None):
+    """Where a model's initial weights come from: a generator seeded with ``seed``
+    (the same weights whatever ran before), or torch's global one when ``seed`` is
+    None (as ``nn.Linear`` itself does)."""
+    if seed is None:
+        return contextlib.nullcontext()
+    return seeded(as_int(seed, "seed", lo=0))
+
+
 class LorentzCNN(nn.Module):
     """Two Lorentz conv blocks + centroid pooling + hyperplane-logit head,
     for 8x8 images.
@@ -32,6 +44,8 @@ class LorentzCNN(nn.Module):
     variant='ilnn': PLFC convolutions (digamma concat, gyro-bias), ``bn`` ('gyrolbn' |
     'gyrobn' | 'lbn'), Lorentz ReLU and dropout, PLFC head. variant='hcnn': plain concat
     + LFC, LBN, LFC head. Input (B, 1, 8, 8) pixels -> logits (B, classes).
+    ``seed``: initial weights from a generator seeded with it (None: torch's global
+    generator).
     """
 
     def __init__(
@@ -43,6 +57,7 @@ class LorentzCNN(nn.Module):
         bn: str | None = None,
         dropout: float = 0.1,
         gamma: float = 1.0,
+        seed: int | None = None,
     ):
         super().__init__()
         bn = bn or ("gyrolbn" if variant == "ilnn" else "lbn")
@@ -50,19 +65,20 @@ class LorentzCNN(nn.Module):
         if bn not in norms:
             raise ValueError(f"bn must be one of {list(norms)}, got {bn!r}")
         self.k = _check_k(k)
-        self.conv1 = LorentzConv2d(1, width, 3, k, padding=1, variant=variant)
-        self.bn1 = norms[bn](width, k, gamma=gamma)
-        self.conv2 = LorentzConv2d(
-            width, 2 * width, 3, k, stride=2, padding=1, variant=variant
-        )
-        self.bn2 = norms[bn](2 * width, k, gamma=gamma)
-        self.act = LorentzReLU(k)
-        self.drop = LorentzDropout(dropout, k)
-        self.head = (
-            PLFC(2 * width, classes, k)
-            if variant == "ilnn"
-            else LFC(2 * width, classes, k)
-        )
+        with _init_from(seed):
+            self.conv1 = LorentzConv2d(1, width, 3, k, padding=1, variant=variant)
+            self.bn1 = norms[bn](width, k, gamma=gamma)
+            self.conv2 = LorentzConv2d(
+                width, 2 * width, 3, k, stride=2, padding=1, variant=variant
+            )
+            self.bn2 = norms[bn](2 * width, k, gamma=gamma)
+            self.act = LorentzReLU(k)
+            self.drop = LorentzDropout(dropout, k)
+            self.head = (
+                PLFC(2 * width, classes, k)
+                if variant == "ilnn"
+                else LFC(2 * width, classes, k)
+            )
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         if (
@@ -90,11 +106,22 @@ class LorentzCNN(nn.Module):
 
 class EuclideanCNN(nn.Module):
     """The Euclidean CNN of the same width: conv-BN-ReLU x2, average pool,
-    dropout, linear."""
+    dropout, linear. ``seed`` as in :class:`LorentzCNN`."""
 
-    def __init__(self, width: int = 16, classes: int = 10, dropout: float = 0.1):
+    def __init__(
+        self,
+        width: int = 16,
+        classes: int = 10,
+        dropout: float = 0.1,
+        seed: int | None = None,
+    ):
         super().__init__()
-        self.net = nn.Sequential(
+        with _init_from(seed):
+            self.net = self._build(width, classes, dropout)
+
+    @staticmethod
+    def _build(width: int, classes: int, dropout: float) -> nn.Sequential:
+        return nn.Sequential(
             nn.Conv2d(1, width, 3, padding=1),
             nn.BatchNorm2d(width),
             nn.ReLU(),
@@ -133,6 +160,7 @@ class LorentzMLP(nn.Module):
     variant='ilnn': PLFC layers and GyroLBN; 'hcnn': LFC layers and HCNN's LBN.
     ``bn`` and ``head`` override the norm ('gyrolbn' | 'lbn' | 'gyrobn') and the logit
     head ('plfc' | 'lfc' | 'flat', the last being PLFC's Euclidean limit) for ablations.
+    ``seed`` as in :class:`LorentzCNN`.
     """
 
     def __init__(
@@ -145,6 +173,7 @@ class LorentzMLP(nn.Module):
         variant: str = "ilnn",
         bn: str | None = None,
         head: str | None = None,
+        seed: int | None = None,
     ):
         super().__init__()
         if variant not in ("ilnn", "hcnn"):
@@ -163,13 +192,14 @@ class LorentzMLP(nn.Module):
         if head not in heads:
             raise ValueError(f"head must be one of {list(heads)}, got {head!r}")
         FC, BN = (PLFC if variant == "ilnn" else LFC), norms[bn]
-        self.fc1, self.bn1, self.act = (
-            FC(in_dim, hidden, k),
-            BN(hidden, k),
-            LorentzReLU(k),
-        )
-        self.fc2, self.bn2 = FC(hidden, bottleneck, k), BN(bottleneck, k)
-        self.head = heads[head]()
+        with _init_from(seed):
+            self.fc1, self.bn1, self.act = (
+                FC(in_dim, hidden, k),
+                BN(hidden, k),
+                LorentzReLU(k),
+            )
+            self.fc2, self.bn2 = FC(hidden, bottleneck, k), BN(bottleneck, k)
+            self.head = heads[head]()
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         if (
@@ -190,18 +220,26 @@ class LorentzMLP(nn.Module):
 
 class EuclideanMLP(nn.Module):
     """in -> hidden -> bottleneck -> classes with BatchNorm and ReLU.
-    (B, d) -> (B, classes)."""
+    (B, d) -> (B, classes). ``seed`` as in :class:`LorentzCNN`."""
 
-    def __init__(self, in_dim: int, hidden: int, bottleneck: int, classes: int):
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int,
+        bottleneck: int,
+        classes: int,
+        seed: int | None = None,
+    ):
         super().__init__()
-        self.body = nn.Sequential(
-            nn.Linear(in_dim, hidden),
-            nn.BatchNorm1d(hidden),
-            nn.ReLU(),
-            nn.Linear(hidden, bottleneck),
-            nn.BatchNorm1d(bottleneck),
-        )
-        self.head = nn.Linear(bottleneck, classes)
+        with _init_from(seed):
+            self.body = nn.Sequential(
+                nn.Linear(in_dim, hidden),
+                nn.BatchNorm1d(hidden),
+                nn.ReLU(),
+                nn.Linear(hidden, bottleneck),
+                nn.BatchNorm1d(bottleneck),
+            )
+            self.head = nn.Linear(bottleneck, classes)
 
     def embed(self, x: torch.Tensor) -> torch.Tensor:
         return self.body(x)
@@ -226,24 +264,11 @@ def tree_data(
     Returns x: (branching**depth * per_leaf, dim) float32 and y: (same,) int64 with
     branching**depth classes.
     """
-    for name, v in (
-        ("branching", branching),
-        ("depth", depth),
-        ("dim", dim),
-        ("per_leaf", per_leaf),
-        ("seed", seed),
-    ):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
-    for name, v in (("noise", noise), ("decay", decay)):
-        if (
-            isinstance(v, bool)
-            or not isinstance(v, (int, float))
-            or not (v >= 0 and math.isfinite(v))
-        ):
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-    if branching < 2 or depth < 1 or per_leaf < 1 or dim < 1:
-        raise ValueError("need branching >= 2, depth >= 1, per_leaf >= 1, dim >= 1")
+    branching = as_int(branching, "branching", lo=2)
+    depth, dim = as_int(depth, "depth", lo=1), as_int(dim, "dim", lo=1)
+    per_leaf, seed = as_int(per_leaf, "per_leaf", lo=1), as_int(seed, "seed", lo=0)
+    noise = as_float(noise, "noise", lo=0.0)
+    decay = as_float(decay, "decay", lo=0.0)
     g = torch.Generator().manual_seed(seed)
     centres = torch.zeros(1, dim)
     for level in range(depth):
@@ -267,32 +292,41 @@ def train_classifier(
     lr: float = 1e-2,
     seed: int = 0,
 ) -> dict:
-    """Adam on cross-entropy, minibatches drawn with a seeded generator.
-    Returns a dict with the test accuracy, the per-epoch training loss and the CPU
-    seconds spent in training steps."""
+    """Adam on cross-entropy, minibatches drawn with a seeded generator, and every other
+    draw of training (dropout masks) inside ``seeded(seed)``: the result depends on the
+    model, the data and ``seed`` only, not on what ran before.
+    Returns a dict with the test accuracy ``acc``, the test predictions ``pred`` ((n,)
+    int64), the per-epoch training loss and the CPU seconds spent in training steps."""
     import time
 
+    epochs, batch_size = (
+        as_int(epochs, "epochs", lo=1),
+        as_int(batch_size, "batch_size", lo=1),
+    )
+    lr, seed = as_float(lr, "lr", lo=0.0, open_lo=True), as_int(seed, "seed", lo=0)
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
     losses, cpu = [], 0.0
     n = len(x_tr)
-    for _ in range(epochs):
-        model.train()
-        perm = torch.randperm(n, generator=g)
-        total = 0.0
-        t0 = time.process_time()
-        for i in range(0, n - batch_size + 1, batch_size):
-            idx = perm[i : i + batch_size]
-            loss = F.cross_entropy(model(x_tr[idx]), y_tr[idx])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.item() * len(idx)
-        cpu += time.process_time() - t0
-        sched.step()
-        losses.append(total / (n // batch_size * batch_size))
+    with seeded(seed):
+        for _ in range(epochs):
+            model.train()
+            perm = torch.randperm(n, generator=g)
+            total = 0.0
+            t0 = time.process_time()
+            for i in range(0, n - batch_size + 1, batch_size):
+                idx = perm[i : i + batch_size]
+                loss = F.cross_entropy(model(x_tr[idx]), y_tr[idx])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.item() * len(idx)
+            cpu += time.process_time() - t0
+            sched.step()
+            losses.append(total / (n // batch_size * batch_size))
     model.eval()
     with torch.no_grad():
-        acc = (model(x_te).argmax(1) == y_te).float().mean().item()
-    return {"acc": acc, "losses": losses, "cpu_s": cpu}
+        pred = model(x_te).argmax(1)
+    acc = (pred == y_te).float().mean().item()
+    return {"acc": acc, "pred": pred, "losses": losses, "cpu_s": cpu}
