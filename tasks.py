@@ -16,9 +16,12 @@ results/sweeps/ (commit it; the tests fail on an asserted claim without a fresh 
 ``--set KEY=VALUE`` runs a chapter at another setting (its preset with KEY changed) and
 ``--grid`` every setting of grids/NN-slug.json; both record under results/calibration/.
 
-Helpers: ``python3 tasks.py scorecard`` regenerates book/scorecard.md and the README's
-chapter table from results/; ``python3 tasks.py set-repo`` rewrites every notebook's
-Colab link and install cell to the repository URL in _config.yml.
+Neither command writes a tracked file: the chapters' claim records of their runs go to
+_build/results/ and are compared with the committed ones. ``python3 tasks.py record
+[CHAPTER ...]`` records runs into results/ on purpose. Helpers: ``python3 tasks.py
+scorecard`` regenerates book/scorecard.md and the README's chapter table from
+results/; ``python3 tasks.py set-repo`` rewrites every notebook's Colab link and
+install cell to the repository URL in _config.yml.
 """
 
 from __future__ import annotations
@@ -93,13 +96,18 @@ def run(cmd: list[str], env: dict | None = None, check: bool = True) -> int:
     return rc
 
 
-def quiet_env(threads: int | None = None) -> dict:
-    # Results go to results/ at the root whatever folder a kernel runs in (the book's
-    # executor may use a temporary one).
+RUN_RESULTS = ROOT / "_build" / "results"  # the records of the test and build runs
+
+
+def quiet_env(threads: int | None = None, results: Path = RUN_RESULTS) -> dict:
+    # A chapter's claim record goes to ``results`` whatever folder its kernel runs in
+    # (the book's executor may use a temporary one): _build/results/ for the test and
+    # build commands, which leave the repository as it was; results/ only when a
+    # developer records a run on purpose (`tasks.py record`).
     env = dict(
         os.environ,
         ICLR26_PROGRESS="0",
-        ICLR26_RESULTS_DIR=str(ROOT / "results"),
+        ICLR26_RESULTS_DIR=str(results),
         PYTHONWARNINGS="ignore::DeprecationWarning",
     )
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
@@ -143,30 +151,45 @@ def replace_between(text: str, marker: str, body: str) -> str:
     )
 
 
-def scorecard() -> None:
+def generated_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
+    """Every generated file, from the committed records in ``results_dir`` and the
+    chapters: book/scorecard.md, the README's chapter table, the instructors' exercise
+    table and the chapters' Colab copies (colab/NN-slug.ipynb), as {path: new text}.
+    ``tests/test_book.py`` checks that the committed files equal these."""
     from iclr26.claims import chapters_in_toc, load_results
     from iclr26.scorecard import (
         chapter_counts,
         chapter_hashes,
-        chapter_status,
         load_sweeps,
         scorecard_markdown,
+        scorecard_svg,
         sweep_usable,
     )
 
     chapters = chapters_in_toc(ROOT / "_toc.yml")
-    results = load_results(ROOT / "results")
-    sweeps = load_sweeps(ROOT / "results")
+    results = load_results(results_dir)
+    sweeps = load_sweeps(results_dir)
     hashes = {ch: chapter_hashes(ROOT, ch) for ch in chapters}
+    pages = {}
     page = (ROOT / "book" / "scorecard.md").read_text()
-    page = replace_between(
-        page, "scorecard", scorecard_markdown(chapters, results, sweeps, hashes)
+    figure = (
+        "```{figure} scorecard.svg\n:name: fig-scorecard\n:alt: the scorecard as a "
+        "figure\n\nEach chapter's headline claims (a square each) and all its paper "
+        "claims (the bar, with their number), by outcome: reproduced (green), not "
+        "reproduced (vermillion), untestable here (grey), held but not asserted "
+        "(orange). Hover a square for the claim.\n```\n\n"
     )
-    (ROOT / "book" / "scorecard.md").write_text(page)
-
+    pages[ROOT / "book" / "scorecard.md"] = replace_between(
+        page,
+        "scorecard",
+        figure + scorecard_markdown(chapters, results, sweeps, hashes),
+    )
+    pages[ROOT / "book" / "scorecard.svg"] = scorecard_svg(
+        chapters, results, sweeps, hashes
+    )
     rows = [
-        '| chapter | at `SCALE="ci"`: recorded run and committed seed sweep |',
-        "| --- | --- |",
+        "| chapter | headline claims | all paper claims | checks |",
+        "| --- | --- | --- | --- |",
     ]
     for ch in chapters:
         counts = chapter_counts(
@@ -175,13 +198,10 @@ def scorecard() -> None:
             sweep_usable(sweeps.get(ch), hashes[ch]),
         )
         rows.append(
-            f"| [{chapter_title(ch)}](notebooks/{ch}.ipynb) | {chapter_status(counts)} "
-            "|"
+            f"| [{chapter_title(ch)}](notebooks/{ch}.ipynb) | {readme_row(counts)}"
         )
     readme = (ROOT / "README.md").read_text()
-    readme = replace_between(readme, "chapters", "\n".join(rows))
-    (ROOT / "README.md").write_text(readme)
-
+    pages[ROOT / "README.md"] = replace_between(readme, "chapters", "\n".join(rows))
     # The instructor page's table of every chapter's exercises, read from the notebooks.
     sys.path.insert(0, str(ROOT / "tools"))
     import classroom
@@ -190,14 +210,48 @@ def scorecard() -> None:
     table = classroom.exercise_table(
         [ROOT / "notebooks" / f"{ch}.ipynb" for ch in chapters]
     )
-    (ROOT / "book" / "instructors.md").write_text(
-        replace_between(page, "exercises", table)
+    pages[ROOT / "book" / "instructors.md"] = replace_between(page, "exercises", table)
+    import colab
+
+    bib = colab.load_bibliography(ROOT / "book" / "references.bib")
+    for ch in chapters:
+        pages[ROOT / "colab" / f"{ch}.ipynb"] = colab.render(
+            ROOT / "notebooks" / f"{ch}.ipynb", bib
+        )
+    return pages
+
+
+def readme_row(counts: dict) -> str:
+    """A chapter's cells of the README table: headline claims, all paper claims,
+    checks."""
+    from iclr26.scorecard import OUTCOMES, PAPER_BINS
+
+    def words(prefix: str, total: int) -> str:
+        parts = [f"{counts[prefix + b]} {b}" for b in OUTCOMES if counts[prefix + b]]
+        parts += [
+            f"{counts[prefix + b]} {b}" for b in PAPER_BINS[3:] if counts[prefix + b]
+        ]
+        return f"{total}: " + ", ".join(parts) if parts else "none"
+
+    return (
+        f"{words('headline ', counts['headline'])} | {words('', counts['paper'])} | "
+        f"{counts['checks_passed']}/{counts['checks']} passed |"
     )
-    print(
-        f"[tasks] scorecard: {len(chapters)} chapters, {len(results)} recorded runs, "
-        f"{len(sweeps)} seed sweeps",
-        flush=True,
-    )
+
+
+def scorecard() -> None:
+    """Regenerate every generated file (:func:`generated_pages`): the scorecard, the
+    README's chapter table and the instructors' exercise table from results/ and
+    results/sweeps/, and the chapters' Colab copies from notebooks/."""
+    pages = generated_pages()
+    for path, text in pages.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.is_file() or path.read_text() != text:
+            path.write_text(text)
+    stale = sorted(set((ROOT / "colab").glob("*.ipynb")) - set(pages))
+    for path in stale:  # the copy of a chapter that is no longer in the book
+        path.unlink()
+    print(f"[tasks] generate: {len(pages)} files up to date", flush=True)
 
 
 # --------------------------------------------------------------------------------------
@@ -550,48 +604,107 @@ def assign(argv: list[str]) -> None:
     for ch in dict.fromkeys(resolve_chapters(names)):
         folder = classroom.assign(ROOT / "notebooks" / f"{ch}.ipynb", out)
         points = classroom.question_points(folder)
+        written = classroom.written_questions(ROOT / "notebooks" / f"{ch}.ipynb")
+        auto = sum(points.values())
+        hand = classroom.WRITTEN_POINTS * len(written)
         print(
             f"[assign] {folder}: student/{ch}.ipynb, autograder "
-            f"{classroom.autograder_zip(folder).name}; "
-            f"{sum(points.values()):g} autograded points in {len(points)} questions",
+            f"{classroom.autograder_zip(folder).name}; {auto + hand:g} points: "
+            f"{auto:g} autograded in {len(points)} questions, {hand:g} in "
+            f"{len(written)} written questions graded by hand",
             flush=True,
         )
 
 
 def set_repo() -> None:
-    """Point every notebook's Colab badge and install cell at the repository in
-    _config.yml."""
-    url = repo_url()
+    """Point every notebook's Colab link and install cell at the repository and
+    release in _config.yml (``repository: url:`` and ``release:``): the link opens the
+    chapter's Colab copy (colab/NN-slug.ipynb) at that release, the install cell
+    installs the library at that release, and the install cell is folded in the book
+    (tagged hide-input)."""
+    url, release = repo_config()
     slug = url.removeprefix("https://github.com/")
     for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb")):
-        text = path.read_text()
-        text = re.sub(
-            r"colab\.research\.google\.com/github/[^/]+/[^/]+/blob/[^/]+/notebooks/",
-            f"colab.research.google.com/github/{slug}/blob/main/notebooks/",
-            text,
-        )
-        # The URL ends at a quote, an @ (a pinned ref) or a backslash (the JSON escape
-        # of the quote after it in the .ipynb text).
-        text = re.sub(
-            r"git\+https://github\.com/[^/\"'\\]+/[^/\"'@\\]+", f"git+{url}", text
-        )
-        path.write_text(text)
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            src = "".join(cell["source"])
+            new = re.sub(
+                r"https://colab\.research\.google\.com/github/[^)\s]+?/"
+                r"(?:notebooks|colab)/(\d\d-[a-z0-9-]+\.ipynb)",
+                rf"https://colab.research.google.com/github/{slug}/blob/{release}/"
+                r"colab/\1",
+                src,
+            )
+            new = re.sub(
+                r"git\+https://github\.com/[^/\"'\s]+/[^/\"'@\s]+(@[^\"'\s]+)?",
+                f"git+{url}@{release}",
+                new,
+            )
+            if new != src:
+                cell["source"] = new.splitlines(keepends=True)
+            if cell["cell_type"] == "code" and '"google.colab" in sys.modules' in new:
+                tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+                if "hide-input" not in tags:
+                    tags.append("hide-input")
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+
+
+def repo_config() -> tuple[str, str]:
+    """(repository URL, release tag) from _config.yml's ``repository:`` section."""
+    text = (ROOT / "_config.yml").read_text()
+    url = re.search(r"^repository:\s*\n(?:\s+.*\n)*?\s+url:\s*(\S+)", text, re.M)
+    release = re.search(
+        r"^repository:\s*\n(?:\s+.*\n)*?\s+release:\s*(\S+)", text, re.M
+    )
+    if not (url and release):
+        sys.exit("_config.yml needs repository: url: and release:")
+    return url.group(1).rstrip("/"), release.group(1)
 
 
 def repo_url() -> str:
-    m = re.search(
-        r"^repository:\s*\n\s+url:\s*(\S+)",
-        (ROOT / "_config.yml").read_text(),
-        flags=re.M,
-    )
-    if not m:
-        sys.exit("_config.yml has no repository: url:")
-    return m.group(1).rstrip("/")
+    return repo_config()[0]
 
 
 # --------------------------------------------------------------------------------------
 # the two commands
 # --------------------------------------------------------------------------------------
+def compare_records(chapters: list[str]) -> list[str]:
+    """Print, per chapter, the claims whose verdict in this run (_build/results/)
+    differs from the committed record (results/): verdicts, not digits, which differ
+    from CPU to CPU. A failing asserted claim has already failed its chapter; a
+    reported claim that changed is news, not a failure. Returns the lines printed."""
+    lines = []
+    for ch in chapters:
+        new, old = RUN_RESULTS / f"{ch}.ci.json", ROOT / "results" / f"{ch}.ci.json"
+        if not (new.is_file() and old.is_file()):
+            continue
+        was = {c["id"]: c.get("held") for c in json.loads(old.read_text())["claims"]}
+        now = {c["id"]: c.get("held") for c in json.loads(new.read_text())["claims"]}
+        for cid in sorted(set(was) | set(now)):
+            if was.get(cid) != now.get(cid):
+                lines.append(
+                    f"[compare] {ch} {cid}: held {now.get(cid)} in this run, "
+                    f"{was.get(cid)} in the committed record"
+                )
+    for line in lines or ["[compare] every verdict agrees with the committed records"]:
+        print(line, flush=True)
+    return lines
+
+
+def record(argv: list[str]) -> None:
+    """Run chapters (all by default) at their defaults and record their claims in
+    results/ (the recorded runs the scorecard reads), then regenerate the scorecard:
+    what a developer does, on purpose, after changing a chapter. The test and build
+    commands never write there."""
+    names = [a for a in argv if not a.startswith("-")]
+    if len(names) != len(argv):
+        sys.exit("usage: python3 tasks.py record [CHAPTER ...]")
+    chapters = list(dict.fromkeys(resolve_chapters(names)))
+    failed = execute_chapters(chapters, results=ROOT / "results")
+    scorecard()
+    sys.exit(1 if failed else 0)
+
+
 def build() -> None:
     """Execute every chapter whose code changed since its last run (two at a time; the
     rest are reused from _build/executed/), refresh the scorecard, and render the site
@@ -601,7 +714,7 @@ def build() -> None:
     t0 = time.time()
     chapters = chapters_in_toc(ROOT / "_toc.yml")
     failed = execute_chapters(chapters, reuse=True)
-    scorecard()
+    compare_records(chapters)
     rc = build_site(chapters, warnings_as_errors=False)
     print(
         f"[tasks] book built in {time.time() - t0:.0f} s"
@@ -638,12 +751,18 @@ def chapter_stamp(ch: str) -> str:
     return hashlib.sha256(json.dumps(h, sort_keys=True).encode() + lock).hexdigest()
 
 
-def execute_chapters(chapters: list[str], jobs: int = 2, reuse: bool = False) -> int:
+def execute_chapters(
+    chapters: list[str],
+    jobs: int = 2,
+    reuse: bool = False,
+    results: Path = RUN_RESULTS,
+) -> int:
     """Run each chapter once, top to bottom, at its defaults (SCALE="ci", SEED=0), two
     kernels at a time with one torch thread each (two default-threaded torch processes
     on two cores thrash). A claim that does not hold raises in its check cell and fails
     the chapter. The executed copies go to _build/executed/ (the site is built from
-    them, so no chapter runs twice), the claim records to results/. With ``reuse``
+    them, so no chapter runs twice), the claim records to ``results`` (_build/results/
+    unless a developer records on purpose). With ``reuse``
     (the build command), a chapter whose executed copy is stamped with its current
     code is not run again. Returns the number of chapters that failed."""
     from concurrent.futures import ThreadPoolExecutor
@@ -670,7 +789,7 @@ def execute_chapters(chapters: list[str], jobs: int = 2, reuse: bool = False) ->
             ROOT / "notebooks" / f"{ch}.ipynb",
             EXECUTED / f"{ch}.ipynb",
             EXECUTED / f"{ch}.log",
-            quiet_env(threads=1),
+            quiet_env(threads=1, results=results),
             cell_timeout=600,
         )
         verdict = "ok" if rc == 0 else f"FAILED ({rc}), log: {EXECUTED / ch}.log"
@@ -763,6 +882,7 @@ def test() -> None:
         lambda: pytest("-n", "2", "-m", "not classroom and not site and not colab"),
     )
     step("every chapter, executed once", lambda: execute_chapters(chapters))
+    compare_records(chapters)
     # The classroom kit: every chapter's student version is generated, then run and
     # graded by otter-grader three times (stubs: the whole chapter; reference solutions
     # and a wrong answer: only the cells the answers need, see tests/test_classroom.py).
@@ -770,7 +890,6 @@ def test() -> None:
         "classroom kit: assign and grade every chapter",
         lambda: pytest("-n", "2", "-m", "classroom"),
     )
-    scorecard()
     step(
         "the site, from the executed chapters, warnings as errors",
         lambda: build_site(chapters),
@@ -797,11 +916,13 @@ def test() -> None:
 COMMANDS = {
     "build": build,
     "test": test,
-    "scorecard": scorecard,
+    "generate": scorecard,
+    "scorecard": scorecard,  # the command's earlier name
     "set-repo": set_repo,
     "env": lambda: None,
     "sweep": sweep,
     "seeds": sweep,  # the command's earlier name
+    "record": record,
     "assign": assign,
 }
 
@@ -809,17 +930,20 @@ if __name__ == "__main__":
     if (
         len(sys.argv) < 2
         or sys.argv[1] not in COMMANDS
-        or (sys.argv[1] not in ("sweep", "seeds", "assign") and len(sys.argv) != 2)
+        or (
+            sys.argv[1] not in ("sweep", "seeds", "assign", "record")
+            and len(sys.argv) != 2
+        )
     ):
         sys.exit(
             f"usage: python3 tasks.py {{{'|'.join(COMMANDS)}}}  "
             "(sweep takes [CHAPTER ...] [--seeds 0,1000,2000,3000,4000] "
             "[--set KEY=VALUE ...] [--name NAME] [--grid] [--jobs 2]; "
-            "assign takes [CHAPTER ...] [--out DIR])"
+            "assign and record take [CHAPTER ...]; assign also [--out DIR])"
         )
     if sys.argv[1] != "set-repo":
         ensure_env(sys.argv[1:])
-    if sys.argv[1] in ("sweep", "seeds", "assign"):
+    if sys.argv[1] in ("sweep", "seeds", "assign", "record"):
         COMMANDS[sys.argv[1]](sys.argv[2:])
     else:
         COMMANDS[sys.argv[1]]()

@@ -54,3 +54,22 @@ def test_contents_page_agrees_with_the_toc():
         assert written == entry.startswith("notebooks/"), (
             f"contents.md: chapter {k}'s 'not written yet' mark disagrees with _toc.yml"
         )
+
+
+def test_generated_pages_are_up_to_date():
+    """The scorecard, the README's chapter table, the instructors' exercise table and
+    the Colab copies are generated from the committed records and notebooks: after a
+    sweep, a recorded run or an edit of a chapter, `python3 tasks.py generate`
+    regenerates them (the test command never writes them, so it leaves the repository
+    as it was)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    import tasks
+
+    stale = [
+        path.relative_to(ROOT).as_posix()
+        for path, text in tasks.generated_pages().items()
+        if not path.is_file() or path.read_text() != text
+    ]
+    assert not stale, f"{stale} are out of date: run `python3 tasks.py generate`"

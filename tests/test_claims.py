@@ -710,3 +710,43 @@ def test_grade_exercise_says_not_done_wrong_and_correct():
         grade_exercise(4, square_trial)
     with pytest.raises(ValueError, match="status"):
         ExerciseVerdict("maybe", "x")
+
+
+def test_grade_exercise_gives_nothing_for_the_library_answer():
+    import iclr26.numerics as nm
+
+    def trial(fn):
+        if fn([1.0, 2.0, 4.0], [1.0, 4.0, 16.0]) != pytest.approx(2.0):
+            raise AssertionError("the slope of x^2 is 2")
+        return "slopes match"
+
+    def honest(x, y):
+        lx, ly = np.log(x), np.log(y)
+        return float(np.polyfit(lx, ly, 1)[0])
+
+    alias = nm.loglog_slope
+
+    def cheat(x, y):
+        return alias(x, y)  # however it is reached
+
+    def cheat_import(x, y):
+        from iclr26.numerics import loglog_slope
+
+        return loglog_slope(x, y)
+
+    forbidden = [nm.loglog_slope]
+    assert grade_exercise(honest, trial, forbidden).status == "correct"
+    for fn in (cheat, cheat_import, nm.loglog_slope):
+        v = grade_exercise(fn, trial, forbidden)
+        assert v.status == "not done yet" and v.used_library and not v
+        assert "numerics.loglog_slope" in v
+
+    # the trial may use the answer itself; only calls while fn runs count
+    def trial_using_it(fn):
+        want = nm.loglog_slope([1.0, 2.0], [1.0, 2.0])
+        assert fn([1.0, 2.0], [1.0, 2.0]) == pytest.approx(want), "off"
+        return "ok"
+
+    assert grade_exercise(honest, trial_using_it, forbidden).status == "correct"
+    with pytest.raises(TypeError, match="Python functions"):
+        grade_exercise(honest, trial, [np.log])

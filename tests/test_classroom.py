@@ -1,18 +1,22 @@
 """The classroom kit end to end, per chapter: generate the otter-grader assignment, then
 run and grade the student version three ways with otter itself.
 
-* as handed out (stubs): every check prints "not done yet", no cell fails, the chapter's
-  claims still run to the last cell, and the autograded score is 0;
+* as handed out (stubs): every check prints "not done yet", no cell fails, and the
+  autograded score is 0; the student version keeps every other code cell of the chapter
+  as it is, in order (so the chapter itself, which the test command runs once already,
+  is what the student runs);
 * with the reference solutions (otter's autograder notebook): full points;
 * with a wrong answer that runs (the reference's result perturbed): 1 point of 3 per
-  check, and the feedback carries the check function's hint ("wrong: because ...").
+  check, and the feedback carries the check function's hint ("wrong: because ...");
+* with an answer that returns the library's own (each check function names it as its
+  ``answer``): 0 points, because the check watches for that call while the student's
+  function runs.
 
-The stub grading executes the whole chapter. The other two differ from it only in the
-answer cells, so they run the slice of the chapter those cells need
+Each grading runs only the slice of the chapter the graded cells need
 (:func:`exercise_slice`): the chapter's own cells that define a name the answers, their
-checks or otter's cells use, and so on back. That keeps the kit's cost near one
-execution per chapter instead of three. It runs as its own step of the test command
-(``-m classroom``), two chapters at a time.
+checks or otter's cells use, and so on back. The whole chapter runs once already in the
+test command's chapter step; grading its exercises does not run it again. It runs as
+its own step of the test command (``-m classroom``), two chapters at a time.
 """
 
 from __future__ import annotations
@@ -134,17 +138,42 @@ def exercise_slice(nb) -> int:
     return dropped
 
 
+def cheat_cell(stub_source: str) -> str:
+    """The stub's functions, each returning what the library's own answer returns: the
+    function its check names as ``answer`` (``dmf.check_effective_rank.answer``),
+    reached through the check the stub cell calls."""
+    _, checks = classroom.split_stub(stub_source)
+    out = []
+    for check in checks:
+        call = ast.parse(check).body[0].value
+        callee = ast.get_source_segment(check, call.func)
+        for arg in call.args:
+            out.append(
+                f"def {arg.id}(*args, **kwargs):\n"
+                f"    return {callee}.answer(*args, **kwargs)\n"
+            )
+    return "\n\n".join(out)
+
+
 def stub_names(source: str) -> list[str]:
     return [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
 
 
+SECONDS: dict[str, float] = {}  # grading time per submission, for the report
+
+
 def grade(submission: Path, folder: Path):
+    import time
+
     from otter.api import grade_submission
 
+    t0 = time.perf_counter()
     # debug=True: a cell that raises fails the grading (otter otherwise ignores errors)
-    return grade_submission(
+    result = grade_submission(
         str(submission), str(classroom.autograder_zip(folder)), quiet=True, debug=True
     )
+    SECONDS[submission.parent.name] = round(time.perf_counter() - t0, 1)
+    return result
 
 
 def messages(result) -> str:
@@ -210,9 +239,28 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(
         )
     assert text.count("raise NotImplementedError") >= len(coding)
 
-    # 1. As handed out: nothing crashes, the claims run to the end, every check is
-    #    "not done yet".
-    stub = grade(student_path, folder)
+    # The student version is the chapter: every code cell but the exercise stubs (and
+    # the install cell, which also installs otter) is there, unchanged and in order.
+    ours = [
+        c.source
+        for c in chapter_nb.cells
+        if c.cell_type == "code"
+        and "exercise" not in c.metadata.get("tags", [])
+        and "google.colab" not in c.source
+    ]
+    theirs = iter(c.source for c in student.cells if c.cell_type == "code")
+    missing = [src for src in ours if not any(src == t for t in theirs)]
+    assert not missing, (
+        f"cells changed or dropped in the student version: {missing[:1]}"
+    )
+
+    # 1. As handed out: nothing crashes, every check is "not done yet", 0 points.
+    stub_nb = nbformat.read(student_path, as_version=4)
+    exercise_slice(stub_nb)
+    stub_path = tmp_path / "stub" / f"{chapter}.ipynb"
+    stub_path.parent.mkdir()
+    nbformat.write(stub_nb, stub_path)
+    stub = grade(stub_path, folder)
     assert stub.total == 0 and stub.possible == sum(points.values())
     executed = outputs(stub.notebook)
     n_checks = sum(
@@ -221,13 +269,6 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(
         if c.cell_type == "code" and "exercise" in c.metadata.get("tags", [])
     )
     assert sum("not done yet" in o for o in executed) >= n_checks
-    # (otter appends its own grading cells after the chapter's last one)
-    last = [
-        c
-        for c in stub.notebook.cells
-        if c.cell_type == "code" and "log.finish()" in c.source
-    ]
-    assert last and last[-1].outputs, "the chapter ran to its last cell"
 
     # 2. The reference solutions (otter's autograder notebook), on the slice the answers
     # need: full points.
@@ -265,6 +306,29 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(
     assert wrong.total == expected, messages(wrong)
     assert 0 < wrong.total < wrong.possible
     assert "wrong: because" in messages(wrong)
+    # 4. The library's own answer: nothing.
+    cheat_nb = nbformat.read(student_path, as_version=4)
+    stubs = [
+        c
+        for c in cheat_nb.cells
+        if c.cell_type == "code"
+        and "raise NotImplementedError" in c.source
+        and "def " in c.source
+    ]
+    originals = [
+        c.source
+        for c in nbformat.read(source, as_version=4).cells
+        if c.cell_type == "code" and "exercise" in c.metadata.get("tags", [])
+    ]
+    for cell, original in zip(stubs, originals):
+        cell.source = cheat_cell(original)
+    exercise_slice(cheat_nb)
+    cheat_path = tmp_path / "cheat" / f"{chapter}.ipynb"
+    cheat_path.parent.mkdir()
+    nbformat.write(cheat_nb, cheat_path)
+    cheat = grade(cheat_path, folder)
+    assert cheat.total == 0, messages(cheat)
+    assert "calls the library's own answer" in messages(cheat)
     # The points, for a person to read (the closing note of a change quotes them).
     report = ROOT / "_build" / "classroom"
     report.mkdir(parents=True, exist_ok=True)
@@ -274,7 +338,9 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(
                 "stub": stub.total,
                 "reference": reference.total,
                 "wrong": wrong.total,
+                "library": cheat.total,
                 "possible": stub.possible,
+                "grading_seconds": dict(SECONDS),
             }
         )
         + "\n"

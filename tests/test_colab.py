@@ -1,13 +1,14 @@
 """Chapters run as a Colab reader runs them: outside the clone, in a clean environment.
 
-A virtual environment gets only what Colab ships (torch, numpy, scipy, matplotlib,
-scikit-learn, pandas, tqdm, ipywidgets, ipykernel, and what those need), at the lock's
-versions. A chapter is copied to a folder outside the clone and executed there in a
-kernel of that environment, with a stand-in ``google.colab`` module so that its install
-cell runs: the cell installs ``iclr26[chapters]`` from this working tree instead of from
-GitHub (the only edit), exactly as it would from the repository. The test then checks
-that the chapter ran top to bottom and imported ``iclr26`` from the clean environment,
-not from the clone.
+The notebook run is the chapter's Colab copy (colab/NN-slug.ipynb, what its "Open in
+Colab" link opens). A virtual environment gets only what Colab ships (torch, numpy,
+scipy, matplotlib, scikit-learn, pandas, tqdm, ipywidgets, ipykernel, and what those
+need), at the lock's versions. The copy is placed in a folder outside the clone and
+executed there in a kernel of that environment, with a stand-in ``google.colab`` module
+so that its install cell runs: the cell installs ``iclr26[chapters]`` from this working
+tree instead of from GitHub (the only edit), exactly as it would from the release.
+The test then checks that the chapter ran top to bottom and imported ``iclr26`` from the
+clean environment, not from the clone.
 
 Two differences from Colab, both to keep the run reproducible: pip is given the lock as
 constraints (nothing it resolves can pull a CUDA torch or move a pinned version), and
@@ -110,9 +111,11 @@ def colab_env(tmp_path_factory) -> Path:
 
 
 def colab_copy(chapter: str, folder: Path) -> Path:
-    """The chapter, with its install cell pointed at this working tree, a stand-in
-    google.colab module before it, and a last cell that says where iclr26 came from."""
-    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    """The chapter's Colab copy (colab/NN-slug.ipynb: what its "Open in Colab" link
+    opens), with its install cell pointed at this working tree instead of the
+    release, a stand-in google.colab module before it, and a last cell that says where
+    iclr26 came from."""
+    nb = json.loads((ROOT / "colab" / f"{chapter}.ipynb").read_text())
     cells = nb["cells"]
     install = next(
         i

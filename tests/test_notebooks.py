@@ -16,16 +16,27 @@ ROOT = Path(__file__).resolve().parents[1]
 # An ipywidgets control: interact, interact_manual or interactive.
 WIDGET = re.compile(r"\binteract(_manual)?\(|\binteractive\(")
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]-*.ipynb"))
+CONFIG = (ROOT / "_config.yml").read_text()
+# The one home of the project's address and the release readers install (_config.yml).
 REPO_URL = (
-    re.search(
-        r"^repository:\s*\n\s+url:\s*(\S+)",
-        (ROOT / "_config.yml").read_text(),
-        flags=re.M,
-    )
+    re.search(r"^repository:\s*\n(?:\s+.*\n)*?\s+url:\s*(\S+)", CONFIG, re.M)
     .group(1)
     .rstrip("/")
 )
+RELEASE = re.search(
+    r"^repository:\s*\n(?:\s+.*\n)*?\s+release:\s*(\S+)", CONFIG, re.M
+).group(1)
 REPO_SLUG = REPO_URL.removeprefix("https://github.com/")
+
+
+def test_release_is_the_package_version():
+    version = re.search(
+        r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M
+    ).group(1)
+    assert RELEASE == f"v{version}", (
+        f"_config.yml's release {RELEASE} must be the tag of pyproject's version "
+        f"{version}"
+    )
 
 
 def cells(path: Path) -> list[dict]:
@@ -90,9 +101,16 @@ class TestChapterNotebook:
         )
         link = (
             "[Open in Colab](https://colab.research.google.com/github/"
-            f"{REPO_SLUG}/blob/main/notebooks/{path.name})"
+            f"{REPO_SLUG}/blob/{RELEASE}/colab/{path.name})"
         )
-        assert link in first, f"the first cell needs the Colab link {link}"
+        assert link in first, (
+            f"the first cell needs the Colab link {link} (its Colab copy at the "
+            "release; `python3 tasks.py set-repo` writes it)"
+        )
+        every = re.findall(r"colab\.research\.google\.com/[^)\s\"]+", path.read_text())
+        assert set(every) == {link.split("(https://")[1][:-1]}, (
+            f"every Colab link must open the chapter's copy at {RELEASE}: {every}"
+        )
         assert "ICLR 2026" in first
 
     def test_no_control_characters(self, path):
@@ -126,9 +144,17 @@ class TestChapterNotebook:
             if c["cell_type"] == "code" and "pip" in source(c)
         ]
         assert install, "a Colab install cell is required"
-        assert (
-            '"google.colab" in sys.modules' in install[0]
-            and f"git+{REPO_URL}" in install[0]
+        assert '"google.colab" in sys.modules' in install[0]
+        urls = re.findall(r"git\+https://\S+?(?=[\"'])", install[0])
+        assert urls == [f"git+{REPO_URL}@{RELEASE}"], (
+            f"the install cell installs {urls}; it must install the release, "
+            f"git+{REPO_URL}@{RELEASE} (`python3 tasks.py set-repo` writes it)"
+        )
+        cell = next(
+            c for c in cells(path) if c["cell_type"] == "code" and "pip" in source(c)
+        )
+        assert "hide-input" in cell.get("metadata", {}).get("tags", []), (
+            "the install cell is folded in the book (tag hide-input)"
         )
 
     def test_parameters_cell(self, path):

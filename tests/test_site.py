@@ -17,6 +17,7 @@ message, except under CI, where a missing browser fails.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -32,10 +33,12 @@ ROOT = Path(__file__).resolve().parents[1]
 SITE = Path(os.environ.get("ICLR26_SITE", ROOT / "_build" / "html"))
 SHOTS = ROOT / "_build" / "screenshots"
 # The repository the Colab links must point at, as _config.yml sets it.
+CONFIG = (ROOT / "_config.yml").read_text()
 REPO = re.search(
-    r"^repository:\s*\n\s+url:\s*https://github\.com/(\S+)",
-    (ROOT / "_config.yml").read_text(),
-    flags=re.M,
+    r"^repository:\s*\n(?:\s+.*\n)*?\s+url:\s*https://github\.com/(\S+)", CONFIG, re.M
+).group(1)
+RELEASE = re.search(
+    r"^repository:\s*\n(?:\s+.*\n)*?\s+release:\s*(\S+)", CONFIG, re.M
 ).group(1)
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -173,6 +176,22 @@ Promise.all([math, ...images]).then(() => {
         .filter(p => p.scrollWidth > p.clientWidth + 1)
         .map(p => p.textContent.split("\n")
                   .reduce((a, b) => b.length > a.length ? b : a)),
+    // Every table and every text output must fit the column (no sideways scroll).
+    column: article.clientWidth,
+    wideTables: Array.from(article.querySelectorAll("table"))
+        .map(t => ({w: Math.max(t.scrollWidth, t.getBoundingClientRect().width),
+                    box: (t.closest(".pst-scrollable-table-container") ||
+                          t.parentElement).clientWidth,
+                    text: t.textContent.trim().slice(0, 60)}))
+        .filter(t => t.w > t.box + 1),
+    widestTable: Math.max(0, ...Array.from(article.querySelectorAll("table"))
+        .map(t => t.scrollWidth)),
+    wideOutputs: Array.from(article.querySelectorAll(".cell_output pre"))
+        .filter(p => p.scrollWidth > p.clientWidth + 1)
+        .map(p => ({w: p.scrollWidth, box: p.clientWidth,
+                    text: p.textContent.trim().slice(0, 60)})),
+    widestOutput: Math.max(0, ...Array.from(
+        article.querySelectorAll(".cell_output pre")).map(p => p.scrollWidth)),
     widgetsWithoutFigure: cells.filter((c, i) =>
         c.classList.contains("tag_skip-execution") &&
         !(i > 0 && cells[i - 1].querySelector(".cell_output img"))).length,
@@ -225,13 +244,37 @@ def test_page_in_a_browser(browser, page):
         )
     if seen["wideCode"]:
         problems.append(f"code wider than the column: {seen['wideCode'][:5]}")
+    if seen["wideTables"]:
+        problems.append(
+            f"{len(seen['wideTables'])} tables wider than the column: "
+            f"{seen['wideTables'][:3]}"
+        )
+    if seen["wideOutputs"]:
+        problems.append(
+            f"{len(seen['wideOutputs'])} text outputs wider than their box: "
+            f"{seen['wideOutputs'][:3]}"
+        )
+    # what a person reads in a closing note: the widest table and output, in px
+    widths = SHOTS.parent / "site-widths"
+    widths.mkdir(parents=True, exist_ok=True)
+    (widths / f"{page_id(page)}.json").write_text(
+        json.dumps(
+            {
+                "column": seen["column"],
+                "widest_table": seen["widestTable"],
+                "widest_output": seen["widestOutput"],
+            }
+        )
+    )
     if page.parent.name == "notebooks":
-        want = f"https://colab.research.google.com/github/{REPO}/blob/main/notebooks/{page.stem}"
-        colab = set(seen["colabLinks"])
-        if len(seen["colabLinks"]) < 2 or colab != {want + ".ipynb"}:
+        want = (
+            f"https://colab.research.google.com/github/{REPO}/blob/{RELEASE}/colab/"
+            f"{page.stem}.ipynb"
+        )
+        if seen["colabLinks"] != [want]:
             problems.append(
-                f"the Colab link and launch button should both open {want}.ipynb, "
-                f"found {seen['colabLinks']}"
+                f"one Colab link, to the chapter's Colab copy {want}, found "
+                f"{seen['colabLinks']}"
             )
         chapter = int(page.stem[:2])
         wrong = [n for n in seen["numbers"] if not re.search(rf"\b{chapter}\.", n)]
@@ -279,3 +322,43 @@ def test_internal_links():
     proc = subprocess.run(cmd + pages, capture_output=True, text=True, cwd=SITE)
     tail = "\n".join(proc.stdout.splitlines()[-40:])
     assert proc.returncode == 0, f"broken internal links:\n{tail}"
+
+
+def book_pages_in_order() -> list[Path]:
+    """The site's pages in the order of _toc.yml: the root first."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [
+        ch["file"] for part in toc["parts"] for ch in part["chapters"]
+    ]
+    return [SITE / f"{f}.html" for f in files]
+
+
+def test_whole_book_pdf(browser):
+    """The whole book as one PDF, _build/book.pdf: every page of the site printed by the
+    browser (its print styles drop the navigation), in the order of the table of
+    contents, joined with pypdf."""
+    import base64
+    import io
+
+    from pypdf import PdfReader, PdfWriter
+
+    need_site()
+    writer = PdfWriter()
+    pages = book_pages_in_order()
+    for page in pages:
+        assert page.is_file(), f"{page} is not in the site"
+        browser.get(page.as_uri())
+        browser.execute_async_script(INSPECT)  # math typeset, images loaded
+        pdf = browser.execute_cdp_cmd(
+            "Page.printToPDF",
+            {"printBackground": True, "paperWidth": 8.27, "paperHeight": 11.69},
+        )
+        for p in PdfReader(io.BytesIO(base64.b64decode(pdf["data"]))).pages:
+            writer.add_page(p)
+    out = ROOT / "_build" / "book.pdf"
+    with out.open("wb") as f:
+        writer.write(f)
+    n = len(PdfReader(out).pages)
+    assert n > 10 * len(pages) // 2, f"the book's PDF has only {n} pages"

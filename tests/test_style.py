@@ -49,3 +49,61 @@ def test_code_in_the_prose_is_formatted_too():
                 if out.returncode != 0 or out.stdout != block:
                     bad.append(f"{path.name}: {block.splitlines()[0]}")
     assert not bad, "format these Markdown code blocks with ruff:\n" + "\n".join(bad)
+
+
+# Figures are shown at most as wide as the page's column (about 830 px at a 1280-px
+# window): a figure drawn wider is scaled down, and its text with it. The book's style
+# (iclr26.use_book_style) sets 9-11 pt text for figures up to 12 inches wide at
+# 110 dpi; these bounds keep every figure's smallest text readable once scaled.
+MIN_FONT_PT = 8
+MAX_FIG_WIDTH_IN = 12
+
+
+def test_figure_text_stays_readable():
+    size = re.compile(
+        r"\b(?:fontsize|labelsize|titlesize)\s*=\s*([0-9.]+)|"
+        r"[\"']size[\"']\s*:\s*([0-9.]+)"
+    )
+    width = re.compile(r"\bfigsize\s*=\s*\(\s*([0-9.]+)\s*,")
+    small, wide = [], []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] != "code":
+                continue
+            src = "".join(cell["source"])
+            for m in size.finditer(src):
+                if float(m.group(1) or m.group(2)) < MIN_FONT_PT:
+                    small.append(f"{path.stem}: {m.group(0)}")
+            for m in width.finditer(src):
+                if float(m.group(1)) > MAX_FIG_WIDTH_IN:
+                    wide.append(f"{path.stem}: {m.group(0)})")
+    assert not small, f"text below {MIN_FONT_PT} pt: {small}"
+    assert not wide, (
+        f"figures wider than {MAX_FIG_WIDTH_IN} in (their text shrinks to fit the "
+        f"column; use more rows): {wide}"
+    )
+
+
+def test_book_style_text_sizes():
+    import matplotlib as mpl
+    import matplotlib.font_manager
+
+    from iclr26 import use_book_style
+
+    with mpl.rc_context():
+        use_book_style()
+        for key in (
+            "font.size",
+            "axes.titlesize",
+            "axes.labelsize",
+            "xtick.labelsize",
+            "ytick.labelsize",
+            "legend.fontsize",
+        ):
+            value = mpl.rcParams[key]
+            pt = (
+                matplotlib.font_manager.FontProperties(size=value).get_size_in_points()
+                if isinstance(value, str)
+                else float(value)
+            )
+            assert pt >= 9, f"{key} is {pt} pt"

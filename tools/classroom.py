@@ -325,6 +325,15 @@ def question_points(folder: Path) -> dict[str, float]:
     return points
 
 
+def written_questions(chapter_path: Path) -> list[str]:
+    """The labels of a chapter's written exercises (no code in their solution): the
+    questions a teacher grades by hand, WRITTEN_POINTS each."""
+    nb = nbformat.read(chapter_path, as_version=4)
+    return [
+        label for label, e in _exercises(nb, chapter_path.stem).items() if not e["code"]
+    ]
+
+
 DERIVATION_WORDS = ("show", "derive", "prove", "compute", "calculate")
 EXPERIMENT_WORDS = ("train ", "plot ", "measure ", "rerun", "re-run")
 MINUTES = {"coding": 30, "experiment": 30, "derivation": 20, "conceptual": 10}  # rough

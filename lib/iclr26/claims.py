@@ -514,6 +514,8 @@ class ClaimLog:
         self.runtime_s: float | None = None
         folder = Path(results_dir) if results_dir is not None else find_results_dir()
         self.path = folder / f"{chapter}.{scale}.json"
+        self._machine = machine()
+        self._commit = source_commit()
         self._write()
 
     def check(self, claim_id: str, measured, control=None) -> float:
@@ -700,6 +702,17 @@ class ClaimLog:
                 )
         return "\n".join(out).strip()
 
+    def stamp(self) -> str:
+        """Where and when this run happened, in one line: the code's commit, the date,
+        the CPU, the scale, the seed and any overrides."""
+        m = self._machine
+        over = f", overrides {self.overrides}" if self.overrides else ""
+        return (
+            f"*Run of {self.started_at[:16].replace('T', ' ')} UTC, code "
+            f"{self._commit}, on {m['cpu_model']} ({m['cpu_capability']}, torch "
+            f"{m['torch']}), `SCALE={self.scale!r}`, `SEED={self.seed}`{over}.*"
+        )
+
     def untestable(self) -> dict[str, str]:
         """The paper claims this run could not test, each with the reason in a few
         words: no planted case, a planted case that failed, or a null case that passed
@@ -753,7 +766,7 @@ class ClaimLog:
                 f"{ctrl} | {c.op} {fmt(c.threshold)} | "
                 f"{verdict(r, c.asserted, c.role)} |"
             )
-        out = "\n".join(rows)
+        out = self.stamp() + "\n\n" + "\n".join(rows)
         untestable = self.untestable()
         n_paper = sum(c.role == "paper" for c in cs)
         if untestable:
@@ -779,7 +792,8 @@ class ClaimLog:
             "seed": self.seed,
             "started_at": self.started_at,
             "runtime_s": self.runtime_s,
-            "machine": machine(),
+            "machine": self._machine,
+            "commit": self._commit,
             "overrides": self.overrides,
             "data": self.data,
             "claims": [
@@ -810,6 +824,35 @@ def machine() -> dict:
         "torch_threads": torch.get_num_threads(),
         "python": platform.python_version(),
     }
+
+
+def source_commit() -> str:
+    """The commit of the book's code this run used ("abc1234", with "+ changes" when
+    the checkout differs from it), or "not a git checkout" (Colab, an installed
+    package)."""
+    import subprocess
+
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        if head.returncode != 0:
+            return "not a git checkout"
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "not a git checkout"
+    return head.stdout.strip() + (" + changes" if dirty else "")
 
 
 def _cpu_model() -> str:

@@ -270,10 +270,13 @@ EXERCISE_STATUSES = ("not done yet", "wrong", "correct")
 
 class ExerciseVerdict(str):
     """What an exercise's check function answers: a line of text for the student, with
-    its ``status`` ("not done yet", "wrong" or "correct") for a grader or a test, and
-    ``crashed`` (the student's function raised an error instead of returning)."""
+    its ``status`` ("not done yet", "wrong" or "correct") for a grader or a test,
+    ``crashed`` (the student's function raised an error instead of returning) and
+    ``used_library`` (it called the library's own answer: :func:`grade_exercise`)."""
 
-    def __new__(cls, status: str, message: str, crashed: bool = False):
+    def __new__(
+        cls, status: str, message: str, crashed: bool = False, used_library=False
+    ):
         if status not in EXERCISE_STATUSES:
             raise ValueError(
                 f"status must be one of {EXERCISE_STATUSES}, got {status!r}"
@@ -281,38 +284,93 @@ class ExerciseVerdict(str):
         obj = super().__new__(cls, f"{status}: {message}")
         obj.status = status
         obj.crashed = crashed
+        obj.used_library = used_library
         return obj
 
     def __bool__(self) -> bool:  # `assert check(fn)` passes only on a correct answer
         return self.status == "correct"
 
 
-def grade_exercise(fn, trial) -> ExerciseVerdict:
+def grade_exercise(fn, trial, forbidden: Iterable = ()) -> ExerciseVerdict:
     """Run ``trial(fn)`` and say how the student's ``fn`` fared.
 
     ``trial`` calls ``fn`` on its test cases and returns a one-line success message, or
     raises ``AssertionError("...")`` whose message says what is wrong and hints at why
     -- never the answer. A ``fn`` that still raises ``NotImplementedError`` (the stub)
     is "not done yet"; one that raises anything else is "wrong", with the error named.
+
+    ``forbidden``: the library functions that compute the answer (the chapter's own
+    implementation of what the exercise asks for). While ``fn`` runs, a profiler hook
+    watches for a call to any of them, however the student reached it (an alias, an
+    import inside the function); a ``fn`` that calls one is "not done yet", whatever it
+    returned, so that returning the library's answer earns nothing. The trial itself may
+    call them freely (to compute the expected answer): only calls made while ``fn`` runs
+    count.
     """
+    import inspect
+    import sys
+
     if not callable(fn):
         raise TypeError(f"pass your function itself, not {type(fn).__name__}")
+    watched = {}
+    for f in forbidden:
+        f = inspect.unwrap(f)
+        code = getattr(f, "__code__", None)
+        if code is None:
+            raise TypeError(
+                f"forbidden must hold Python functions, got {type(f).__name__}"
+            )
+        watched[code] = f"{f.__module__.removeprefix('iclr26.')}.{f.__qualname__}"
+    used: list[str] = []
+
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code in watched:
+            used.append(watched[frame.f_code])
+
+    own = getattr(inspect.unwrap(fn), "__code__", None)
+
+    def guarded(*args, **kwargs):
+        if own in watched:  # the library's function itself, handed in as the answer
+            used.append(watched[own])
+        previous = sys.getprofile()
+        sys.setprofile(hook)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.setprofile(previous)
+
+    def library_used() -> ExerciseVerdict:
+        return ExerciseVerdict(
+            "not done yet",
+            f"your function calls the library's own answer (`{used[0]}`); the "
+            "exercise is to write it yourself, from the chapter's derivation",
+            used_library=True,
+        )
+
     try:
-        message = trial(fn)
+        message = trial(guarded if watched else fn)
     except NotImplementedError:
+        if used:
+            return library_used()
         return ExerciseVerdict(
             "not done yet",
             "replace the `raise NotImplementedError` in the "
             "exercise cell with your code, then run this cell again",
         )
     except AssertionError as err:
+        if used:
+            return library_used()
         return ExerciseVerdict("wrong", f"because {err}")
     except (
         Exception
     ) as err:  # the student's code crashed: name the error, do not hide it
+        if used:
+            return library_used()
         return ExerciseVerdict(
             "wrong",
             f"because your function raised {type(err).__name__}: {err}",
             crashed=True,
         )
+    if used:
+        return library_used()
     return ExerciseVerdict("correct", message)

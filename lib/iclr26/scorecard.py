@@ -1041,3 +1041,90 @@ def scorecard_markdown(
                     )
                 lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------------------
+# the figure
+# --------------------------------------------------------------------------------------
+OUTCOME_COLOURS = {
+    "reproduced": "#009E73",
+    "not reproduced": "#D55E00",
+    "untestable here": "#BBBBBB",
+    "held, not asserted": "#E69F00",
+    "unverified": "#FFFFFF",
+}
+
+
+def scorecard_svg(
+    chapters: Sequence[str],
+    results: dict[tuple[str, str], dict],
+    sweeps: dict[str, dict],
+    hashes: dict[str, dict],
+) -> str:
+    """The scorecard as a figure, in SVG written by hand (so that it is the same text
+    on every machine): per chapter, one square per headline claim coloured by its
+    outcome, then a bar of all its paper claims split by outcome."""
+    row_h, left, square, gap = 22, 190, 14, 4
+    bar_x, bar_w = left + 3 * (square + gap) + 24, 330
+    width = bar_x + bar_w + 20
+    height = 56 + row_h * len(chapters) + 40
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" '
+        'font-family="DejaVu Sans, Arial, sans-serif" font-size="12">',
+        "<title>Headline claims and all paper claims of every chapter, by "
+        "outcome</title>",
+        f'<text x="{left}" y="24" font-weight="bold">headline claims</text>',
+        f'<text x="{bar_x}" y="24" font-weight="bold">all paper claims</text>',
+    ]
+    most = max(
+        [
+            chapter_counts(
+                results.get((ch, SWEEP_SCALE)),
+                sweeps.get(ch),
+                sweep_usable(sweeps.get(ch), hashes[ch]),
+            )["paper"]
+            for ch in chapters
+        ]
+        + [1]
+    )
+    for i, ch in enumerate(chapters):
+        y = 40 + i * row_h
+        rec, sweep = results.get((ch, SWEEP_SCALE)), sweeps.get(ch)
+        usable = sweep_usable(sweep, hashes[ch])
+        verdicts = paper_verdicts(rec, sweep, usable)
+        counts = chapter_counts(rec, sweep, usable)
+        out.append(f'<text x="8" y="{y + 11}">{ch}</text>')
+        heads = [c["id"] for c in (rec or {}).get("claims", []) if c.get("headline")]
+        for k, cid in enumerate(heads):
+            b = verdicts[cid]["bin"]
+            x = left + k * (square + gap)
+            out.append(
+                f'<rect x="{x}" y="{y}" width="{square}" height="{square}" '
+                f'fill="{OUTCOME_COLOURS[b]}" stroke="#333" stroke-width="0.5">'
+                f"<title>{ch} {cid}: {b}</title></rect>"
+            )
+        x = bar_x
+        for b in PAPER_BINS:
+            n = counts[b]
+            if not n:
+                continue
+            w = bar_w * n / most
+            out.append(
+                f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{square}" '
+                f'fill="{OUTCOME_COLOURS[b]}" stroke="#333" stroke-width="0.5">'
+                f"<title>{ch}: {n} {b}</title></rect>"
+            )
+            x += w
+        out.append(f'<text x="{x + 4:.1f}" y="{y + 11}">{counts["paper"]}</text>')
+    y = 48 + row_h * len(chapters)
+    x = 8
+    for b in PAPER_BINS[:4]:
+        out.append(
+            f'<rect x="{x}" y="{y}" width="{square}" height="{square}" '
+            f'fill="{OUTCOME_COLOURS[b]}" stroke="#333" stroke-width="0.5"/>'
+        )
+        out.append(f'<text x="{x + square + 4}" y="{y + 11}">{b}</text>')
+        x += square + 12 + 7 * len(b)
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
