@@ -314,3 +314,40 @@ def test_lm_objective_gradcheck():
     emb = model.embed(x).flatten(1).detach().requires_grad_(True)
     f = lambda e: model.head(torch.tanh(model.hidden(e)))
     assert torch.autograd.gradcheck(f, (emb,))
+
+
+def test_corrected_keep_swaps_junk_for_good_at_the_same_size():
+    good = np.array([True] * 60 + [False] * 40)
+    kept = np.zeros(100, bool)
+    kept[30:80] = True  # 30 good, 20 junk: precision 0.6
+    out = gw.corrected_keep(kept, good, 0.1)
+    assert out.sum() == kept.sum()
+    assert gw.precision(out, good) == pytest.approx(0.7)
+    assert gw.precision(gw.corrected_keep(kept, good, 1.0), good) == 1.0
+    assert np.array_equal(gw.corrected_keep(kept, good, 0.0), kept)
+    with pytest.raises(ValueError):
+        gw.corrected_keep(np.zeros(100, bool), good, 0.1)
+
+
+def test_seeded_models_do_not_depend_on_the_order_of_calls():
+    # no global random state: the same numbers in either order, with an unrelated
+    # global draw between
+    text = "the cat sat on the mat. " * 40
+
+    def lm():
+        m = gw.train_char_lm(text, steps=3, batch=16, hidden=8, context=4, seed=2)
+        return m.head.weight.detach().clone()
+
+    def ft():
+        return gw.HashedFastText(2, dim=4, buckets=64, seed=5).embed.weight.detach()
+
+    a1 = lm()
+    torch.rand(4)
+    b1 = ft().clone()
+    b2 = ft().clone()
+    torch.randn(3)
+    a2 = lm()
+    assert torch.equal(a1, a2) and torch.equal(b1, b2)
+    assert not torch.equal(
+        b1, gw.HashedFastText(2, dim=4, buckets=64, seed=6).embed.weight
+    )

@@ -1,5 +1,6 @@
 """Unit tests of iclr26.ivpt: data, concept maps, region features, grouping, models,
-the consistency metric, and the exercise's check function."""
+the consistency metric, the planted stand-ins, the experiment's result, the
+calibration tables, and the exercise's check function."""
 
 import numpy as np
 import pytest
@@ -349,25 +350,193 @@ def test_kmeans_draws_on_the_cpu_generator_for_any_device():
     assert torch.equal(c1, c2)  # seeded: the same centres
 
 
-@pytest.mark.parametrize("kind", ["lr", "grid"])
-def test_chapter_shows_the_committed_calibration_tables(kind):
-    # the chapter's calibration tables are rendered from the committed JSONL files
-    # (python -m iclr26.ivpt.calibration table ...), not typed by hand
+def _tiny_cfg(**kw):
+    from types import SimpleNamespace
+
+    base = dict(
+        size=16,
+        patch=4,
+        d=16,
+        depth=2,
+        heads=2,
+        n_colours=2,
+        n_classes=4,
+        jitter=1.0,
+        n_pre=64,
+        pre_steps=2,
+        pre_batch=32,
+        n_train=64,
+        n_val=16,
+        n_test=16,
+        steps=2,
+        batch=16,
+        lr_vpt=1e-2,
+        lr_ivpt=1e-2,
+        n_prompts=2,
+        n_pro=(3, 3),
+        m=2,
+        m_list=(1,),
+        mu=0.8,
+        equivariance=True,
+        standardise=True,
+    )
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_run_returns_what_the_notebook_shows_once():
+    from iclr26.ivpt import experiment as E
+
+    cfg = _tiny_cfg()
+    data = E.make_data(cfg, 3, "cpu")
+    exp = E.run(cfg, data, 3, models=("vpt", "ivpt", "kmeans"))
+    assert set(exp.metrics) == {"vpt", "ivpt", "kmeans", "windows"}
+    assert not any(k.startswith("_") for k in exp.metrics)
+    n, N = cfg.n_test, (cfg.size // cfg.patch) ** 2
+    assert exp.units["vpt"].shape == (n, cfg.n_prompts * (cfg.depth - 1), N)
+    assert exp.units["ivpt"].shape == (n, sum(k - 1 for k in cfg.n_pro), N)
+    assert [m.shape for m in exp.maps["ivpt"]] == [(n, k, N) for k in cfg.n_pro]
+    assert exp.preds["vpt"].shape == (n,)
+    acc = (exp.preds["ivpt"] == data.yte).float().mean().item()
+    assert acc == pytest.approx(exp.metrics["ivpt"]["acc"])
+    with pytest.raises(ValueError, match="unknown models"):
+        E.run(cfg, data, 3, models=("nope",))
+
+
+def test_seeded_runs_do_not_depend_on_the_order_of_calls():
+    # no global random state: two runs give the same numbers in either order, with
+    # an unrelated global draw between
+    from iclr26.ivpt import experiment as E
+
+    cfg = _tiny_cfg()
+    data = E.make_data(cfg, 5, "cpu")
+
+    def a():
+        return E.run(cfg, data, 5, models=("vpt",)).metrics["vpt"]["purity"]
+
+    def b():
+        return E.run(cfg, data, 7, models=("ivpt",)).units["ivpt"]
+
+    first_a = a()
+    torch.rand(7)
+    first_b = b()
+    second_b = b()
+    torch.randn(3)
+    second_a = a()
+    assert first_a == second_a and torch.equal(first_b, second_b)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(30, 3, generator=g)
+    k1 = I.kmeans(x, 3, generator=torch.Generator().manual_seed(2))
+    torch.rand(5)
+    assert torch.equal(k1, I.kmeans(x, 3, generator=torch.Generator().manual_seed(2)))
+
+
+def test_planted_stand_ins():
+    rng = np.random.default_rng(1)
+    cl = I.class_table(4, 3, rng)
+    _, _, m = I.make_part_birds(100, cl, rng)
+    parts = torch.from_numpy(I.patch_parts(m, 4).reshape(100, 5, -1))[:, 1:]
+    g = torch.Generator().manual_seed(3)
+    units = torch.rand(100, 6, 36, generator=g)
+    before = I.part_consistency(units, parts, 4)["purity"]
+    fixed, n = I.corrected_units(units, parts, 4, 0.077)
+    after = I.part_consistency(fixed, parts, 4)["purity"]
+    assert n == int(np.ceil(0.077 * 100 * 6))
+    assert after - before >= 0.077 - 1e-6
+    same, n0 = I.corrected_units(units, parts, 4, 0.0)
+    assert n0 == 0 and torch.equal(same, units)
+    with pytest.raises(ValueError):
+        I.corrected_units(units, parts, 4, 1.5)
+    y = torch.tensor([0, 1, 2, 3] * 25)
+    p = y.clone()
+    p[:10] = (y[:10] + 1) % 4  # 90 % right
+    acc = lambda q: (q == y).float().mean().item()
+    assert acc(I.corrected_predictions(p, y, 0.05)) == pytest.approx(0.95)
+    assert acc(I.corrected_predictions(p, y, 0.5)) == 1.0  # no error left
+    assert acc(I.degraded_predictions(p, y, 0.03, 4)) == pytest.approx(0.87)
+
+
+def test_bad_inputs_get_clear_errors():
+    _, _, m = _birds(4)
+    parts = torch.from_numpy(I.patch_parts(m, 4).reshape(4, 5, -1))[:, 1:]
+    s = torch.rand(4, 3, 36)
+    with pytest.raises(TypeError, match="bool"):
+        I.part_consistency(s, parts.float() * 0.5, 1)
+    with pytest.raises(ValueError, match="k must be"):
+        I.kmeans(torch.randn(10, 2), 0)
+    with pytest.raises(ValueError, match="patch must be"):
+        I.patch_parts(m, 0)
+    with pytest.raises(TypeError, match="floating"):
+        I.concept_maps(torch.ones(1, 3, 2, dtype=torch.long), torch.ones(2, 2))
+    with pytest.raises(ValueError, match="NaN"):
+        I.concept_maps(torch.full((1, 3, 2), float("nan")), torch.ones(2, 2))
+
+
+def _record(name, overrides, seeds, values):
+    """A calibration record as the runner writes it: values[claim] = (measured per
+    seed, control per seed or None)."""
+    return dict(
+        chapter="14-ivpt",
+        name=name,
+        seeds=seeds,
+        overrides=overrides,
+        claims=[
+            dict(id=cid, measured=list(m), control_measured=c, held=[None] * len(m))
+            for cid, (m, c) in values.items()
+        ],
+    )
+
+
+def test_calibration_tables_from_records(tmp_path):
+    import json
+
+    from iclr26.ivpt import records as R
+
+    for lr, vpt, ivpt in (
+        (0.01, [0.9, 0.8], [0.7, 0.9]),
+        (0.03, [0.9, 0.9], [0.8, 0.8]),
+    ):
+        rec = _record(
+            f"lr-{lr:g}",
+            dict(lr_vpt=lr, lr_ivpt=lr),
+            [101, 102],
+            {"val-vpt": (vpt, None), "trains": (ivpt, None)},
+        )
+        (tmp_path / f"lr-{lr:g}.json").write_text(json.dumps(rec))
+    recs = R.load(tmp_path)
+    assert R.chosen_rates(recs) == {"vpt": 0.03, "ivpt": 0.01}  # the tie: smaller
+    table = R.lr_table(recs)
+    assert "| 0.01 | 0.900 / 0.800 (0.850) | 0.700 / 0.900 (0.800) |" in table
+    assert table.endswith("Chosen: VPT-Deep 0.03, IVPT 0.01.")
+    ids = {cid for _, parts in R.GRID_COLUMNS for cid, _ in parts}
+    vals = {cid: ([0.5], [0.25]) for cid in ids}
+    rec = _record("jitter-2", dict(jitter=2.0), [101], vals)
+    (tmp_path / "jitter-2.json").write_text(json.dumps(rec))
+    grid = R.grid_table(R.load(tmp_path), ["jitter-2"], 101)
+    assert grid.splitlines()[2].startswith("| jitter-2 | 0.500 | 0.500 / 0.250 / 0.500")
+    with pytest.raises(ValueError, match="not run at seed"):
+        R.grid_table(R.load(tmp_path), ["jitter-2"], 102)
+    with pytest.raises(FileNotFoundError):
+        R.load(tmp_path / "nowhere")
+
+
+def test_chapter_shows_the_committed_calibration_tables():
+    # the chapter's calibration tables are rendered from the runner's records in
+    # results/calibration/14-ivpt/ (iclr26.ivpt.records), not typed by hand
     import json
     from pathlib import Path
 
-    from iclr26.ivpt import calibration
-    from iclr26.scorecard import chapter_hashes
+    from iclr26.ivpt import records as R
 
     root = Path(__file__).resolve().parents[1]
-    path = root / "results" / "calibration" / f"14-ivpt-{kind}.jsonl"
-    header = json.loads(path.read_text().splitlines()[0])
-    assert header["mode"] == kind
-    # made by the library the chapter runs (its hash as the seed sweep computes it)
-    assert header["library"] == chapter_hashes(root, "14-ivpt")["library"]
+    recs = R.load(root / "results" / "calibration" / "14-ivpt")
+    grid = json.loads((root / "grids" / "14-ivpt.json").read_text())
+    for name, rec in recs.items():  # every record is a setting of the grid
+        assert rec["overrides"] == grid["settings"][name], name
+    one_factor = [n for n in grid["settings"] if n in recs and not n.startswith("lr-")]
     nb = json.loads((root / "notebooks" / "14-ivpt.ipynb").read_text())
     prose = "\n".join(
         "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"
     )
-    for line in calibration.table(path).splitlines():
-        assert line in prose, f"the chapter lacks this row of {path.name}: {line}"
+    for table in (R.lr_table(recs), R.grid_table(recs, one_factor, 101)):
+        for line in table.splitlines():
+            assert line in prose, f"the chapter lacks this calibration row: {line}"

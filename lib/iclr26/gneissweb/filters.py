@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..core import seeded
+
 _PUNCT = re.compile(r"[^\w\s]")
 _SENT = re.compile(r"\b[^.!?]+[.!?]*")
 
@@ -94,7 +96,12 @@ class HashedFastText(nn.Module):
     """
 
     def __init__(
-        self, n_classes: int = 2, dim: int = 16, buckets: int = 2**18, ngrams: int = 2
+        self,
+        n_classes: int = 2,
+        dim: int = 16,
+        buckets: int = 2**18,
+        ngrams: int = 2,
+        seed: int = 0,
     ):
         super().__init__()
         if n_classes < 2 or dim < 1 or buckets < 2 or ngrams not in (1, 2, 3):
@@ -103,9 +110,10 @@ class HashedFastText(nn.Module):
                 f"{n_classes}, {dim}, {buckets}, {ngrams}"
             )
         self.buckets, self.ngrams = buckets, ngrams
-        self.embed = nn.EmbeddingBag(buckets, dim, mode="mean")
-        self.out = nn.Linear(dim, n_classes)
-        nn.init.uniform_(self.embed.weight, -1.0 / dim, 1.0 / dim)
+        with seeded(seed):  # the initial weights come from ``seed`` alone
+            self.embed = nn.EmbeddingBag(buckets, dim, mode="mean")
+            self.out = nn.Linear(dim, n_classes)
+            nn.init.uniform_(self.embed.weight, -1.0 / dim, 1.0 / dim)
 
     @staticmethod
     def _word_hash(w: str) -> int:
@@ -296,6 +304,23 @@ def keep_top(score, k: int) -> np.ndarray:
     mask = np.zeros(score.size, dtype=bool)
     mask[np.argsort(-score, kind="stable")[:k]] = True
     return mask
+
+
+def corrected_keep(kept, good, gain: float) -> np.ndarray:
+    """A planted case for a precision comparison: the kept set ``kept`` with its junk
+    swapped, one document at a time (in order), for good documents it left out, so it
+    keeps as many documents, until its :func:`precision` has risen by ``gain`` (or no
+    junk, or no good document to swap in, is left). kept, good: (n,) bool."""
+    kept, good = np.array(kept, dtype=bool), np.asarray(good, dtype=bool)
+    if kept.shape != good.shape or not kept.any():
+        raise ValueError("kept and good must have one shape, and something kept")
+    if not 0 <= gain <= 1:
+        raise ValueError(f"gain must lie in [0, 1], got {gain}")
+    n_swap = min(int(np.ceil(gain * kept.sum())), int((kept & ~good).sum()))
+    n_swap = min(n_swap, int((~kept & good).sum()))
+    kept[np.flatnonzero(kept & ~good)[:n_swap]] = False
+    kept[np.flatnonzero(~kept & good)[:n_swap]] = True
+    return kept
 
 
 def precision(kept, good) -> float:

@@ -18,6 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..core import seeded
+
 VOCAB = 128
 
 
@@ -91,8 +93,8 @@ def train_char_lm(
     if steps < 1 or batch < 1:
         raise ValueError(f"steps and batch must be positive, got {steps}, {batch}")
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    model = CharMLP(context, emb, hidden).to(device)
+    with seeded(seed):  # the initial weights
+        model = CharMLP(context, emb, hidden).to(device)
     adam = torch.optim.Adam(model.parameters(), lr=lr)
     # cosine decay from lr to 0 over the run: factor for step t (0-based) is
     # 0.5 (1 + cos(pi t / steps))

@@ -4,7 +4,9 @@ Submodules: ``data`` (part-birds with part masks), ``vit`` (a tiny ViT that take
 tokens, and its masked-patch pretraining), ``method`` (concept maps, region features,
 cross-layer grouping, IVPT, VPT-Deep), ``training`` (the losses, equivariance included,
 and the optimiser), ``metrics`` (part consistency read the same way for every unit,
-k-means, NMI/ARI), ``experiment`` and ``calibration`` (the chapter's runs).
+k-means, NMI/ARI, and the planted stand-ins of the chapter's power checks),
+``experiment`` (the chapter's run) and ``records`` (its calibration tables, read from
+the runner's records).
 """
 
 from .data import (
@@ -27,6 +29,9 @@ from .method import (
 )
 from .metrics import (
     check_concept_maps,
+    corrected_predictions,
+    corrected_units,
+    degraded_predictions,
     fixed_windows,
     kmeans,
     largest_share,
@@ -74,6 +79,9 @@ __all__ = [
     "region_features",
     "train",
     "check_concept_maps",
+    "corrected_predictions",
+    "corrected_units",
+    "degraded_predictions",
     "fixed_windows",
     "kmeans",
     "largest_share",

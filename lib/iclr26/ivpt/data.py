@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..validate import as_int
+
 PARTS = ("background", "head", "body", "wing", "tail")
 MAX_COLOURS = 4  # colours per part
 
@@ -142,6 +144,7 @@ def patch_parts(
 
     part_mask: int [n, H, W] with values in 0..4; ``patch`` must divide H and W.
     """
+    patch = as_int(patch, "patch", lo=1)
     part_mask = np.asarray(part_mask)
     if part_mask.ndim != 3:
         raise ValueError(f"part_mask must be [n, H, W], got shape {part_mask.shape}")

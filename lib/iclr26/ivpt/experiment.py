@@ -1,15 +1,22 @@
-"""The chapter's experiment in one function, so the notebook and the calibration grid
-run the same code: data, pretraining, tuning, and every model's interpretability."""
+"""The chapter's experiment: the data (:func:`make_data`), then one call
+(:func:`run`) that pretrains the backbone, tunes every model and measures its
+interpretability, returning what the notebook shows (:class:`Experiment`).
+
+The preset lives in the notebook only; a run at another setting changes the
+notebook's ``OVERRIDES`` (``python3 tasks.py sweep 14 --set key=value``)."""
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
 import torch
+from torch import nn
 
+from ..core import seeded
 from .data import class_table, make_part_birds, patch_parts
 from .method import IVPT, LinearProbe, VPTDeep, concept_maps, evaluate
 from .metrics import (
@@ -124,52 +131,84 @@ def place_alone(train_scores: torch.Tensor, parts: torch.Tensor, cfg) -> dict:
     return out
 
 
+MODELS = ("vpt", "ivpt", "ivpt_last", "ivpt_ce", "kmeans")
+"""The models the chapter runs: VPT-Deep, IVPT (every prototype layer), IVPT with
+the last layer's prototypes only, IVPT trained on cross-entropy alone, k-means on the
+frozen features (no training); ``"probe"`` (a linear head on the CLS token) is also
+available."""
+MODEL_NAMES = ("probe", *MODELS)
+
+
+@dataclass
+class Experiment:
+    """What one run of the experiment gives the notebook, each thing once.
+
+    metrics: per model (``"vpt"``, ``"ivpt"``, ...; and ``"windows"``, the fixed
+        windows) its numbers: ``acc`` and ``val_acc`` (test and validation accuracy),
+        ``consistency``, ``purity`` and their ``_m1``, ... variants (:func:`readout`),
+        ``pos_purity``, ... (each unit by its modal region, :func:`place_alone`), for
+        IVPT models ``final_purity``, ... (the final layer alone), ``max_share`` and
+        ``bg_share``.
+    units: per model its unit scores on the test split, [n_test, U, N] (what the
+        metric reads: IVPT's foreground prototypes of every layer, VPT-Deep's prompts
+        of the blocks that reach the CLS through patches, k-means' centres).
+    maps: per IVPT model, its log concept maps on the test split, one [n_test, K + 1,
+        N] per prototype layer (the last slot is the background).
+    preds: per trained model, its predicted classes on the test split [n_test].
+    models: the trained models; vit: the frozen backbone; pre_losses: pretraining's
+        losses; cpu_s: CPU seconds per stage.
+    """
+
+    metrics: dict[str, dict[str, float]]
+    units: dict[str, torch.Tensor]
+    maps: dict[str, list[torch.Tensor]]
+    preds: dict[str, torch.Tensor]
+    models: dict[str, nn.Module]
+    vit: TinyViT
+    pre_losses: list[float]
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+
 def run(
     cfg,
+    data: SimpleNamespace,
     seed: int,
     device="cpu",
-    models=("probe", "vpt", "ivpt", "ivpt_last", "ivpt_ce", "kmeans"),
-    cache: dict | None = None,
-) -> dict:
-    """Pretrain, tune each model, measure accuracy and part consistency. Returns a dict
-    name -> dict(acc, val_acc, consistency, purity, ...), plus the trained models under
-    ``"_models"`` and the data under ``"_data"``.
+    models: tuple[str, ...] = MODELS,
+) -> Experiment:
+    """Pretrain the backbone on ``data`` (:func:`make_data` at the same ``cfg``), tune
+    each model of ``models`` (see :data:`MODELS`), and measure accuracy and part
+    consistency; returns an :class:`Experiment`.
 
     Learning rates: ``cfg.lr_vpt`` for the probe and VPT-Deep, ``cfg.lr_ivpt`` for the
-    IVPT models (each chosen on the validation split, see ``calibration``). Every
-    model starts from the same draw and trains on the same stream of mini-batches
-    (its own generator, seeded alike), so no model's result depends on which models
-    ran before it.
+    IVPT models (each chosen on the validation split). Every model starts from the same
+    draw (``seed + 1``) and trains on the same stream of mini-batches (its own
+    generator, seeded alike), so no model's result depends on which models ran before
+    it; the backbone's draws come from ``seed``, k-means' from ``seed + 2``. No global
+    random state is read or changed. ``cfg.equivariance`` and ``cfg.standardise``
+    (default true) switch IVPT's equivariance loss and its feature standardisation
+    off, as ablations.
 
-    Position controls: ``"windows"``, every fixed window of about ``cfg.m`` patches
-    (the 25 2 x 2 windows at ``ci``), which ignore the image; and for VPT-Deep and
-    IVPT the keys ``pos_purity``, ``pos_consistency``, ... -- the same units, each
+    Position controls: ``metrics["windows"]``, every fixed window of about ``cfg.m``
+    patches (the 25 2 x 2 windows at ``ci``), which ignore the image; and for VPT-Deep
+    and IVPT the keys ``pos_purity``, ``pos_consistency``, ... -- the same units, each
     with its modal region over the *training* images in every test image
     (:func:`position_only`), what their usual place alone explains.
-    ``cache``: a dict that keeps pretrained backbones across calls (keyed by the
-    seed and the settings pretraining depends on), so calibration rows that change
-    only the tuning stage share one backbone; the notebook passes none.
     """
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)  # pretraining's batches and masks
+    unknown = sorted(set(models) - set(MODEL_NAMES))
+    if unknown:
+        raise ValueError(f"unknown models {unknown}; known: {list(MODEL_NAMES)}")
     t0 = time.process_time()
-    data = make_data(cfg, seed, device)
-    vit = TinyViT(cfg.size, cfg.patch, cfg.d, cfg.depth, cfg.heads).to(device)
-    key = (seed, cfg.size, cfg.jitter, cfg.n_pre, cfg.pre_steps, cfg.pre_batch)
-    if cache is not None and key in cache:
-        vit.load_state_dict(cache[key][0])
-        vit.requires_grad_(False)
-        pre_losses = cache[key][1]
-    else:
+    with seeded(seed):  # the backbone's initial weights and its pretraining heads
+        vit = TinyViT(cfg.size, cfg.patch, cfg.d, cfg.depth, cfg.heads).to(device)
         pre_losses = pretrain(
-            vit, data.pre, data.pre2, cfg.pre_steps, cfg.pre_batch, generator=g
+            vit,
+            data.pre,
+            data.pre2,
+            cfg.pre_steps,
+            cfg.pre_batch,
+            generator=torch.Generator().manual_seed(seed),
         )
-        if cache is not None:
-            cache[key] = (
-                {k: v.clone() for k, v in vit.state_dict().items()},
-                pre_losses,
-            )
-    res, built = {"_pre_losses": pre_losses}, {}
     cpu = {"pretrain": time.process_time() - t0}
     makers = dict(
         probe=lambda: LinearProbe(vit, cfg.n_classes),
@@ -178,52 +217,56 @@ def run(
         ivpt_last=lambda: IVPT(vit, cfg.n_classes, cfg.n_pro[-2:]),
         ivpt_ce=lambda: IVPT(vit, cfg.n_classes, cfg.n_pro),
     )
+    metrics, units, maps, preds, built = {}, {}, {}, {}, {}
     for name in models:
         if name == "kmeans":
             continue
-        torch.manual_seed(seed + 1)  # every model starts from the same draw
-        model = makers[name]().to(device)
         w = {k: 0.0 for k in LOSS_WEIGHTS} if name == "ivpt_ce" else None
         if w is None and not getattr(cfg, "equivariance", True):  # an ablation
             w = {**LOSS_WEIGHTS, "equivariance": 0.0}
         lr = cfg.lr_vpt if name in ("probe", "vpt") else cfg.lr_ivpt
-        train(
-            model,
-            data.xtr,
-            data.ytr,
-            cfg.steps,
-            cfg.batch,
-            lr,
-            w,
-            generator=torch.Generator().manual_seed(seed + 1),
-            standardise=getattr(cfg, "standardise", True),
-        )
+        with seeded(seed + 1):  # every model starts from the same draw
+            model = makers[name]().to(device)
+            train(
+                model,
+                data.xtr,
+                data.ytr,
+                cfg.steps,
+                cfg.batch,
+                lr,
+                w,
+                generator=torch.Generator().manual_seed(seed + 1),
+                standardise=getattr(cfg, "standardise", True),
+            )
         acc, outs = evaluate(model, data.xte, data.yte)
         r = dict(acc=acc, val_acc=evaluate(model, data.xval, data.yval)[0])
+        preds[name] = torch.cat([o["logits"].argmax(-1) for o in outs]).cpu()
         if name != "probe":
             key = "vpt" if name == "vpt" else "ivpt"
-            r.update(readout(unit_scores(key, outs), data.parts, cfg))
+            units[name] = unit_scores(key, outs).cpu()
+            r.update(readout(units[name], data.parts.cpu(), cfg))
             if name in ("vpt", "ivpt"):  # the same units, their place alone
                 _, outs_tr = evaluate(model, data.xtr, data.ytr)
-                r.update(place_alone(unit_scores(key, outs_tr), data.parts, cfg))
-                del outs_tr
-            if key == "ivpt":  # the final layer's prototypes alone
-                fin = torch.cat([o["logmaps"][-1] for o in outs], 0)
-                r.update(readout(fin[:, :-1], data.parts, cfg, prefix="final_"))
+                train_units = unit_scores(key, outs_tr).cpu()
+                r.update(place_alone(train_units, data.parts.cpu(), cfg))
+                del outs_tr, train_units
+            if key == "ivpt":
+                maps[name] = [
+                    torch.cat([o["logmaps"][j] for o in outs], 0).cpu()
+                    for j in range(len(outs[0]["logmaps"]))
+                ]
+                fin = maps[name][-1]  # the final layer's prototypes alone
+                r.update(readout(fin[:, :-1], data.parts.cpu(), cfg, prefix="final_"))
                 # collapse: one slot (the background, or one prototype) owns the
                 # bird's patches in some layer; the background slot's share of every
                 # patch is reported beside it
-                layers = [
-                    torch.cat([o["logmaps"][j] for o in outs], 0)
-                    for j in range(len(outs[0]["logmaps"]))
-                ]
-                r["max_share"] = largest_share(layers, data.parts.any(1))
+                r["max_share"] = largest_share(maps[name], data.parts.cpu().any(1))
                 r["bg_share"] = (
                     (fin.argmax(1) == fin.shape[1] - 1).float().mean().item()
                 )
-        res[name], built[name] = r, model
+        del outs
+        metrics[name], built[name] = r, model
         cpu[name] = time.process_time() - t0 - sum(cpu.values())
-        res["_outs_" + name] = outs
     if "kmeans" in models:  # k-means on the frozen final features, no training
         with torch.no_grad():
             feats = torch.cat(
@@ -245,40 +288,22 @@ def run(
                 ],
                 0,
             )
-            A = concept_maps(te, c)
-        # the k-means "background" is not known: every cluster is scored
-        res["kmeans"] = readout(A.log(), data.parts, cfg)
+            # the k-means "background" is not known: every cluster is scored
+            units["kmeans"] = concept_maps(te, c).log().cpu()
+        metrics["kmeans"] = readout(units["kmeans"], data.parts.cpu(), cfg)
     # units that ignore the image: every window of about m patches (2 x 2 for m = 4),
     # the same in every image
     side = math.ceil(math.sqrt(cfg.m))
-    win = fixed_windows(cfg.size // cfg.patch, side).to(data.parts.device)
-    res["windows"] = readout(win[None].expand(len(data.xte), -1, -1), data.parts, cfg)
-    res["_models"], res["_data"], res["_vit"], res["_cpu"] = built, data, vit, cpu
-    return res
-
-
-CI = dict(
-    size=24,
-    patch=4,
-    d=64,
-    depth=4,
-    heads=4,
-    n_colours=4,
-    n_classes=16,
-    jitter=1.0,
-    n_pre=3000,
-    pre_steps=300,
-    n_train=1600,
-    n_val=400,
-    n_test=500,
-    batch=64,
-    pre_batch=128,
-    steps=200,
-    lr_vpt=3e-2,
-    lr_ivpt=1e-2,
-    n_prompts=4,
-    n_pro=(9, 7, 5),
-    m=4,
-    m_list=(1, 2),
-    mu=0.8,
-)
+    win = fixed_windows(cfg.size // cfg.patch, side)
+    units["windows"] = win[None].expand(len(data.xte), -1, -1)
+    metrics["windows"] = readout(units["windows"], data.parts.cpu(), cfg)
+    return Experiment(
+        metrics=metrics,
+        units=units,
+        maps=maps,
+        preds=preds,
+        models=built,
+        vit=vit,
+        pre_losses=pre_losses,
+        cpu_s=cpu,
+    )

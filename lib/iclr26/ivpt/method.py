@@ -25,16 +25,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..validate import as_tensor
 from .vit import TinyViT
-
-
-def _check_finite(name: str, t: torch.Tensor) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if t.numel() == 0:
-        raise ValueError(f"{name} is empty")
-    if not torch.isfinite(t).all():
-        raise ValueError(f"{name} holds NaN or inf")
 
 
 def concept_maps(
@@ -50,8 +42,8 @@ def concept_maps(
     A_k = softmax_k(-||e - q_k||^2 + b_k) = softmax_k(2 e.q_k - ||q_k||^2 + b_k),
     or log A with ``log=True`` (no ties where A saturates at 1 in float32).
     """
-    _check_finite("feats", feats)
-    _check_finite("protos", protos)
+    as_tensor(feats, "feats", floating=True)
+    as_tensor(protos, "protos", floating=True)
     if feats.ndim != 3 or protos.ndim != 2 or feats.shape[-1] != protos.shape[-1]:
         raise ValueError(
             f"feats must be [B, N, D] and protos [K, D] with the same D, got "
@@ -82,8 +74,8 @@ def region_features(
     otherwise the weights are the soft responsibilities. Returns (features [B, K, D],
     mass [B, K]); a prototype with an empty region gets a zero feature.
     """
-    _check_finite("maps", maps)
-    _check_finite("feats", feats)
+    as_tensor(maps, "maps", floating=True)
+    as_tensor(feats, "feats", floating=True)
     if maps.ndim != 3 or feats.ndim != 3 or maps.shape[2] != feats.shape[1]:
         raise ValueError(
             f"maps must be [B, K, N] and feats [B, N, D], got "

@@ -10,8 +10,12 @@ part consistency of a model is the fraction of its units that are.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
+
+from ..validate import as_int, as_tensor
 
 
 def region_parts(scores: torch.Tensor, parts: torch.Tensor, m: int) -> torch.Tensor:
@@ -21,22 +25,19 @@ def region_parts(scores: torch.Tensor, parts: torch.Tensor, m: int) -> torch.Ten
     parts: bool [B, P, N] whether part p covers patch n (background excluded by the
     caller). Returns bool [B, U, P].
     """
-    if not isinstance(scores, torch.Tensor) or not isinstance(parts, torch.Tensor):
-        raise TypeError("scores and parts must be torch tensors")
-    if (
-        scores.ndim != 3
-        or parts.ndim != 3
-        or scores.shape[0] != parts.shape[0]
-        or scores.shape[2] != parts.shape[2]
-    ):
+    as_tensor(scores, "scores", ndim=3, floating=True)
+    as_tensor(parts, "parts", ndim=3)
+    if parts.dtype != torch.bool:
+        raise TypeError(
+            "parts must be a bool tensor (does part p cover patch n?), got "
+            f"{parts.dtype}"
+        )
+    if scores.shape[0] != parts.shape[0] or scores.shape[2] != parts.shape[2]:
         raise ValueError(
             f"scores must be [B, U, N] and parts [B, P, N], got "
             f"{tuple(scores.shape)} and {tuple(parts.shape)}"
         )
-    if not torch.isfinite(scores).all():
-        raise ValueError("scores hold NaN or inf")
-    if not isinstance(m, int) or not 1 <= m <= scores.shape[2]:
-        raise ValueError(f"m must be an int in [1, {scores.shape[2]}], got {m!r}")
+    m = as_int(m, "m", lo=1, hi=scores.shape[2])
     top = scores.topk(m, dim=-1).indices  # [B, U, m]
     region = torch.zeros_like(scores, dtype=torch.bool).scatter_(-1, top, True)
     return (region.float() @ parts.float().transpose(1, 2)) > 0  # [B, U, P]
@@ -73,7 +74,9 @@ def kmeans(
     x: torch.Tensor, k: int, iters: int = 20, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     """Plain k-means (k-means++ start) on rows of x [n, D] -> centres [k, D]."""
-    if x.ndim != 2 or len(x) < k:
+    k = as_int(k, "k", lo=1)
+    as_tensor(x, "x", ndim=2, floating=True)
+    if len(x) < k:
         raise ValueError(f"x must be [n >= k, D], got {tuple(x.shape)}")
     idx = [int(torch.randint(len(x), (1,), generator=generator))]
     for _ in range(k - 1):
@@ -142,6 +145,62 @@ def largest_share(logmaps: list[torch.Tensor], on: torch.Tensor) -> float:
             share = own.bincount(minlength=A.shape[1]).max().item() / own.numel()
             worst = max(worst, share)
     return worst
+
+
+def corrected_units(
+    scores: torch.Tensor, parts: torch.Tensor, m: int, gain: float
+) -> tuple[torch.Tensor, int]:
+    """A planted case: the same units made more part-consistent by construction.
+
+    In ``ceil(gain * B * U)`` of the (image, unit) pairs where a unit's top-``m``
+    region misses its most frequent part (pairs taken in image order), the unit's
+    scores are replaced by that part's mask (plus a tiny fixed ramp against ties), so
+    its region there holds the part. Each correction raises that unit's frequency of
+    its best part by 1/B, so the purity (:func:`part_consistency`) rises by at least
+    ``gain`` when there are enough misses to correct. scores: [B, U, N]; parts: bool
+    [B, P, N]. Returns (the corrected scores, the number of pairs corrected).
+    """
+    if not 0 <= gain <= 1:
+        raise ValueError(f"gain must lie in [0, 1], got {gain}")
+    holds = region_parts(scores, parts, m)  # [B, U, P]
+    best = holds.float().mean(0).argmax(1)  # [U]
+    B, U, N = scores.shape
+    target = parts[:, best].float()  # [B, U, N]: each unit's best part's mask
+    miss = ~holds[:, torch.arange(U), best] & (target.sum(-1) > 0)  # [B, U]
+    want = math.ceil(gain * B * U)
+    order = torch.nonzero(miss)[:want]  # (image, unit) pairs, image order
+    out = scores.clone()
+    ramp = torch.linspace(0, 1e-3, N, dtype=scores.dtype, device=scores.device)
+    out[order[:, 0], order[:, 1]] = target[order[:, 0], order[:, 1]].to(out) + ramp
+    return out, len(order)
+
+
+def corrected_predictions(
+    pred: torch.Tensor, labels: torch.Tensor, gain: float
+) -> torch.Tensor:
+    """A planted case for an accuracy comparison: ``pred`` with its first wrong
+    predictions set right until the accuracy has risen by ``gain`` (or no error is
+    left). pred, labels: int [n]."""
+    if not 0 <= gain <= 1:
+        raise ValueError(f"gain must lie in [0, 1], got {gain}")
+    out = pred.clone()
+    wrong = torch.nonzero(out != labels).flatten()[: math.ceil(gain * len(out))]
+    out[wrong] = labels[wrong]
+    return out
+
+
+def degraded_predictions(
+    pred: torch.Tensor, labels: torch.Tensor, loss: float, n_classes: int
+) -> torch.Tensor:
+    """A null case for a no-harm accuracy bound: ``pred`` with its first right
+    predictions made wrong (the next class) until the accuracy has fallen by
+    ``loss``. pred, labels: int [n]."""
+    if not 0 <= loss <= 1:
+        raise ValueError(f"loss must lie in [0, 1], got {loss}")
+    out = pred.clone()
+    right = torch.nonzero(out == labels).flatten()[: math.ceil(loss * len(out))]
+    out[right] = (labels[right] + 1) % n_classes
+    return out
 
 
 def nmi_ari(assign: np.ndarray, truth: np.ndarray) -> tuple[float, float]:

@@ -5,11 +5,14 @@
   domain: :func:`make_kg_corpus`, :func:`make_document`.
 * ``ner`` -- Z-NERD: hashed character n-gram embeddings, orthogonal semantic
   decomposition (:func:`osd`), TCQK attention (:class:`TCQKAttention`), the BIO tagger
-  (:class:`ZNERDTagger`) and exact-match span F1 (:func:`span_f1`).
+  (:class:`ZNERDTagger`), exact-match span F1 (:func:`span_f1`), a lookup of the
+  training entities (:func:`lookup_tags`) and corrected tags (:func:`corrected_tags`).
 * ``graph`` -- HGNet: hierarchy-aware message passing
   (:class:`HierarchyMessagePassing`), the differentiable hierarchy loss
   (:func:`acyclicity_loss`, :func:`separation_loss`), the continuum abstraction field
-  (:func:`caf_loss`) and graph metrics (cycles, shortcut edges, parent-edge F1).
+  (:func:`caf_loss`), graph metrics (cycles, shortcut edges, parent-edge F1) and the
+  stand-ins of the chapter's planted and null cases (:func:`corrected_graphs`,
+  :func:`clean_hierarchy`, :func:`count_vote`).
 * ``experiments`` -- the chapter's two experiments as functions of seed and settings.
 
 Plain PyTorch and NumPy; nothing prints or plots.
@@ -33,12 +36,18 @@ from .graph import (
     batch_documents,
     caf_loss,
     check_acyclicity_grad,
+    clean_hierarchy,
+    corrected_graphs,
+    count_vote,
+    depth_order,
     evaluate_hgnet,
     graph_metrics,
+    graph_scores,
     has_cycle,
     hgnet_loss,
     pair_features,
     parent_probs,
+    predicted_graphs,
     reachability,
     separation_loss,
     shortcut_edges,
@@ -51,7 +60,9 @@ from .ner import (
     TCQKAttention,
     ZNERDTagger,
     bio_spans,
+    corrected_tags,
     head_kernels,
+    lookup_tags,
     n_params,
     osd,
     predict,
@@ -75,12 +86,18 @@ __all__ = [
     "batch_documents",
     "caf_loss",
     "check_acyclicity_grad",
+    "clean_hierarchy",
+    "corrected_graphs",
+    "count_vote",
+    "depth_order",
     "evaluate_hgnet",
     "graph_metrics",
+    "graph_scores",
     "has_cycle",
     "hgnet_loss",
     "pair_features",
     "parent_probs",
+    "predicted_graphs",
     "reachability",
     "separation_loss",
     "shortcut_edges",
@@ -91,7 +108,9 @@ __all__ = [
     "TCQKAttention",
     "ZNERDTagger",
     "bio_spans",
+    "corrected_tags",
     "head_kernels",
+    "lookup_tags",
     "n_params",
     "osd",
     "predict",
@@ -99,6 +118,6 @@ __all__ = [
     "train_tagger",
 ]
 from . import experiments
-from .experiments import graph_experiment, ner_experiment
+from .experiments import graph_experiment, ner_data, ner_experiment
 
-__all__ += ["experiments", "graph_experiment", "ner_experiment"]
+__all__ += ["experiments", "graph_experiment", "ner_data", "ner_experiment"]

@@ -1,16 +1,20 @@
-"""The chapter's two experiments as functions of (seed, sizes, generator settings), so
-the notebook and its calibration grid run exactly the same code.
+"""The chapter's two experiments as functions of (seed, sizes, generator settings); a
+run at another setting changes the notebook's ``OVERRIDES``
+(``python3 tasks.py sweep 16 --set key=value``).
 
-* :func:`ner_experiment` -- taggers trained on domain A, tested on held-out sentences of
-  A (long-entity F1) and on domain B (zero-shot F1, disjoint vocabulary).
+* :func:`ner_data`, then :func:`ner_experiment` -- taggers trained on domain A, tested
+  on held-out sentences of A (long-entity F1) and on domain B (zero-shot F1, disjoint
+  vocabulary).
 * :func:`graph_experiment` -- HGNet trained on the stated relations of domain-A
-  documents; DHL's weight chosen on validation documents; tested on unseen documents."""
+  documents; DHL's weight chosen on validation documents; tested on unseen documents.
+
+No global random state: every draw comes from a seed derived from the run's."""
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from ..core import seeded
 from .corpus import make_kg_corpus
 from .graph import (
     HGNet,
@@ -35,9 +39,10 @@ TAGGERS = {
 }
 
 
-def ner_data(seed: int, n_docs: int, gen: dict, device=None):
+def ner_data(seed: int, n_docs: int, gen: dict, device=None) -> list[Encoded]:
     """Domain A's sentences split 70/10/20 (train/validation/test) and domain B's
-    sentences (zero-shot test), as :class:`Encoded` tensors."""
+    sentences (zero-shot test), as :class:`Encoded` tensors. The split is by sentence,
+    so a test entity may also occur in training sentences (see :func:`lookup_tags`)."""
     words_a, docs_a = make_kg_corpus(seed * 7 + 1, n_docs, **gen)
     _, docs_b = make_kg_corpus(
         seed * 7 + 2, max(n_docs // 2, 2), exclude=set(words_a), **gen
@@ -59,30 +64,31 @@ def ner_data(seed: int, n_docs: int, gen: dict, device=None):
 
 
 def ner_experiment(
+    data: list[Encoded],
     seed: int,
-    n_docs: int = 20,
     steps: int = 300,
     d: int = 48,
     heads: int = 6,
     layers: int = 2,
-    gen: dict | None = None,
     which: tuple[str, ...] = ("tcqk", "plain", "plain2", "tcqk+osd"),
     device=None,
     progress=lambda x: x,
 ) -> dict:
-    """Train each tagger of ``which`` (see :data:`TAGGERS`) with the same data, steps,
-    learning rate and early stopping on validation; return per tagger: F1 on >= 3-word
-    entities (``long``), on 1-2-word ones (``short``), on all (``all``), zero-shot F1 on
-    domain B (``zs``, ``zs_long``), the parameter count and the tagger itself."""
-    tr, va, te, zb = ner_data(seed, n_docs, gen or {}, device)
+    """Train each tagger of ``which`` (see :data:`TAGGERS`) on ``data`` (the splits of
+    :func:`ner_data`) with the same steps, learning rate and early stopping on
+    validation; return per tagger: F1 on >= 3-word entities (``long``), on 1-2-word
+    ones (``short``), on all (``all``), zero-shot F1 on domain B (``zs``,
+    ``zs_long``), the parameter count, the validation curve, the tagger itself and its
+    predicted tags on the test sentences (``pred``) and on domain B (``pred_zs``)."""
+    tr, va, te, zb = data
     out = {}
     for name in progress(which):
         kernels, use_osd, off = TAGGERS[name]
-        torch.manual_seed(seed * 31 + off)
-        m = ZNERDTagger(
-            N_BUCKETS, d, heads, layers, kernels, use_osd, match_params=KERNELS
-        ).to(device)
-        m, curve = train_tagger(m, tr, va, steps, seed=seed)
+        with seeded(seed * 31 + off):  # the tagger's initial weights
+            m = ZNERDTagger(
+                N_BUCKETS, d, heads, layers, kernels, use_osd, match_params=KERNELS
+            ).to(device)
+            m, curve = train_tagger(m, tr, va, steps, seed=seed)
         pt, pz = predict(m, te), predict(m, zb)
         gt, gz = te.tags.cpu().numpy(), zb.tags.cpu().numpy()
         out[name] = dict(
@@ -94,6 +100,8 @@ def ner_experiment(
             params=n_params(m),
             curve=curve,
             model=m,
+            pred=pt,
+            pred_zs=pz,
         )
     return out
 
@@ -119,7 +127,8 @@ def graph_experiment(
     = 0) and ``no_caf`` (gamma = 0), each trained from the same initialisation for the
     same steps. ``stated`` scores the text's own is-a statements as a graph. Returns
     test metrics per model (see :func:`evaluate_hgnet`), the chosen lam, the validation
-    F1 per lam, the trained models and the test batches."""
+    F1 per lam, the trained models, the test batches and the documents (``docs``: the
+    test documents; ``train_docs``, ``val_docs``)."""
     gen = gen or {}
     _, docs = make_kg_corpus(seed * 7 + 3, n_train + n_val + n_test, **gen)
 
@@ -139,9 +148,9 @@ def graph_experiment(
     te = batches(n_train + n_val, n_train + n_val + n_test)
 
     def fit(lam, g):
-        torch.manual_seed(seed * 31)
-        m = HGNet(N_BUCKETS, d).to(device)
-        train_hgnet(m, tr, steps, seed=seed, lam_acyc=lam, lam_sep=lam, gamma=g)
+        with seeded(seed * 31):  # every HGNet starts from the same draw
+            m = HGNet(N_BUCKETS, d).to(device)
+            train_hgnet(m, tr, steps, seed=seed, lam_acyc=lam, lam_sep=lam, gamma=g)
         return m
 
     runs = [("lam", lam, gamma) for lam in lams] + [("no_dhl", 0.0, gamma)]
@@ -163,5 +172,12 @@ def graph_experiment(
         f1=float(np.mean([s["f1"] for s in st])),
     )
     return dict(
-        test=out, lam=lam, val_f1=val_f1, models=models, batches=te, docs=test_docs
+        test=out,
+        lam=lam,
+        val_f1=val_f1,
+        models=models,
+        batches=te,
+        docs=test_docs,
+        train_docs=docs[:n_train],
+        val_docs=docs[n_train : n_train + n_val],
     )

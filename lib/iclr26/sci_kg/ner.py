@@ -13,16 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..numerics import n_params
+from ..validate import as_tensor
 from .corpus import ngram_buckets
-
-
-def _check_tensor(x, name: str, ndim: int) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dims, got shape {tuple(x.shape)}")
-    if x.is_floating_point() and not torch.isfinite(x).all():
-        raise ValueError(f"{name} has NaN or infinite entries")
 
 
 def osd(E: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -32,7 +25,7 @@ def osd(E: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     (v_sus, v_div), each (B, T, d): v_sus = proj_{E_{t-1}} Delta_t (the part of the
     change that continues the previous token's meaning) and v_div = Delta_t - v_sus (the
     part orthogonal to it, a Gram-Schmidt step)."""
-    _check_tensor(E, "E", 3)
+    as_tensor(E, "E", ndim=3)
     prev = F.pad(E, (0, 0, 1, 0))[:, :-1]  # E_{t-1}, zero before the first token
     delta = E - prev
     # proj_a(b) = (b . a / a . a) a; zero where E_{t-1} = 0
@@ -113,7 +106,7 @@ class TCQKAttention(nn.Module):
 
     def forward(self, x: torch.Tensor, pad: torch.Tensor | None = None) -> torch.Tensor:
         """x: (B, T, d); pad: (B, T) bool, True at padding. Returns (B, T, d)."""
-        _check_tensor(x, "x", 3)
+        as_tensor(x, "x", ndim=3)
         B, T, _ = x.shape
         q, k, v = self.qkv(x).view(B, T, 3, self.h, self.dh).permute(2, 0, 3, 1, 4)
         if self.kernels is not None:
@@ -138,10 +131,6 @@ class _Block(nn.Module):
     def forward(self, x, pad):
         x = x + self.att(self.ln1(x), pad)
         return x + self.ffn(self.ln2(x))
-
-
-def n_params(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())
 
 
 class ZNERDTagger(nn.Module):
@@ -202,7 +191,7 @@ class ZNERDTagger(nn.Module):
 
 class Encoded:
     """Sentences as tensors: grams (S, T, G) long, tags (S, T) long (-1 at padding),
-    pad (S, T) bool."""
+    pad (S, T) bool; ``words`` keeps each sentence's words."""
 
     def __init__(
         self,
@@ -224,6 +213,7 @@ class Encoded:
                 b = cache.setdefault(w, ngram_buckets(w, n_buckets)[:max_grams])
                 grams[i, j, : len(b)] = b
             tg[i, : len(ts)] = ts
+        self.words = [list(ws) for ws in tokens]  # the sentences' words, for lookups
         self.grams = torch.from_numpy(grams)
         self.tags = torch.from_numpy(tg)
         self.pad = self.tags < 0
@@ -330,3 +320,53 @@ def train_tagger(
                 best, best_state = f, copy.deepcopy(model.state_dict())
     model.load_state_dict(best_state)
     return model, curve
+
+
+def lookup_tags(train: Encoded, data: Encoded) -> np.ndarray:
+    """A tagger that has learned nothing but the training split's entity strings: in
+    each sentence of ``data``, every word sequence that occurs as an entity in
+    ``train`` is tagged (longest match first, left to right), everything else O.
+    Returns (S, T) tags as :func:`predict` does (-1 at padding). If it scores as well
+    as a trained tagger, the test entities were seen in training."""
+    gold = train.tags.cpu().numpy()
+    known = {tuple(train.words[r][s:e]) for r, s, e in bio_spans(gold)}
+    longest = max((len(k) for k in known), default=0)
+    out = np.full(tuple(data.tags.shape), -1, dtype=np.int64)
+    for r, ws in enumerate(data.words):
+        out[r, : len(ws)] = 0
+        i = 0
+        while i < len(ws):
+            for n in range(min(longest, len(ws) - i), 0, -1):
+                if tuple(ws[i : i + n]) in known:
+                    out[r, i] = 1
+                    out[r, i + 1 : i + n] = 2
+                    i += n
+                    break
+            else:
+                i += 1
+    return out
+
+
+def corrected_tags(
+    pred: np.ndarray, gold: np.ndarray, gain: float, min_len: int = 1
+) -> np.ndarray:
+    """A planted case for an F1 comparison: ``pred`` with its errors on gold chunks of
+    at least ``min_len`` tokens set right, one chunk at a time (in sentence order),
+    until its :func:`span_f1` over those chunks has risen by ``gain`` (or no error is
+    left). pred, gold: (S, T) BIO tags, -1 at padding."""
+    if not 0 <= gain <= 1:
+        raise ValueError(f"gain must lie in [0, 1], got {gain}")
+    pred, gold = np.array(pred, copy=True), np.asarray(gold)
+    if pred.shape != gold.shape:
+        raise ValueError(f"pred and gold differ in shape: {pred.shape}, {gold.shape}")
+    target = span_f1(pred, gold, min_len)["f1"] + gain
+    missed = sorted(
+        s for s in bio_spans(gold) - bio_spans(pred) if s[2] - s[1] >= min_len
+    )
+    for r, s, e in missed:
+        if span_f1(pred, gold, min_len)["f1"] >= target:
+            break
+        pred[r, s:e] = gold[r, s:e]
+        if e < gold.shape[1] and pred[r, e] == 2:  # end the chunk where gold ends it
+            pred[r, e] = gold[r, e]
+    return pred
