@@ -513,11 +513,13 @@ def test_calibration_table_reads_the_records_it_is_given(tmp_path):
     assert (r["lo"], r["hi"], r["held"], r["n"]) == (0.4, 0.7, 2, 3)
     r = cp.claim_range(cp.load_records(tmp_path)["big"], "c")
     assert r["held"] == 1 and (r["ctrl_lo"], r["ctrl_hi"]) == (0.1, 0.6)  # control met
-    table = cp.calibration_table(tmp_path, ["c", "missing"], order=["ci"])
+    table = cp.calibration_table(tmp_path, ["c", "missing"], rows=["ci", "big"])
     lines = table.splitlines()
     assert lines[2].startswith("| **ci** |") and "0.400 – 0.700 (2/3)" in lines[2]
     assert "big (n=2)" in lines[3] and "/ 0.100 – 0.600" in lines[3]
     assert lines[2].endswith("| — |")
+    only = cp.calibration_table(tmp_path, ["c"], rows=["big", "absent"]).splitlines()
+    assert len(only) == 3 and "big" in only[2]
 
 
 def test_checker_names_zero_handling_when_only_zeros_are_wrong():

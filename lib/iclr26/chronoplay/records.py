@@ -62,21 +62,20 @@ def claim_range(record: dict, claim_id: str) -> dict | None:
 
 
 def calibration_table(
-    folder: str | Path, claim_ids: list[str], order: list[str] | None = None
+    folder: str | Path, claim_ids: list[str], rows: list[str] | None = None
 ) -> str:
     """A Markdown table of the calibration records in ``folder``: one row per setting
-    (in ``order`` where given, the rest after), one column per claim of ``claim_ids``,
-    each cell "smallest – largest value (seeds where it holds / seeds)", then
-    "/ control smallest – largest" for a claim with a control. A note instead of a
-    table when there are no records."""
+    (those named in ``rows``, in that order; every recorded setting when None), one
+    column per claim of ``claim_ids``, each cell "smallest – largest value (seeds where
+    it holds / seeds)", then "/ control smallest – largest" for a claim with a control.
+    A note instead of a table when there are no records."""
     records = load_records(folder)
     if not records:
         return (
             f"*(no calibration records in {Path(folder).as_posix()}: run "
             "`python3 tasks.py sweep 19 --grid`)*"
         )
-    names = [n for n in (order or []) if n in records]
-    names += [n for n in records if n not in names]
+    names = list(records) if rows is None else [n for n in rows if n in records]
     head = "| setting | seeds | " + " | ".join(claim_ids) + " |"
     rows = [head, "|---" * (len(claim_ids) + 2) + "|"]
     for name in names:
