@@ -206,7 +206,6 @@ def test_bad_inputs_raise():
         lambda: rv.pad_select(torch.ones(4), mode="code", rho=0.1),
         lambda: rv.TauSchedule(1.0, 0.3, 2.5),
         lambda: rv.TauSchedule(1.0, float("inf"), 3),
-        lambda: rv.grpo_advantages(torch.tensor([[1.0, 0.0]]), eps=True),
         lambda: rv.grpo_advantages(torch.tensor([[1.0, 0.0]]), eps=float("nan")),
         lambda: rv.rl_stage(rv.TinyMLLMPolicy(4), rv.VisualArithmetic(4), "image", 2.5),
         lambda: rv.rl_stage(
@@ -233,6 +232,7 @@ def test_more_bad_inputs_raise_value_error(call):
     "call",
     [
         lambda: rv.grpo_loss(torch.zeros(2), torch.tensor([1, 0])),
+        lambda: rv.grpo_advantages(torch.tensor([[1.0, 0.0]]), eps=True),
         lambda: rv.zero_advantage_theory(torch.tensor([True]), 8),
         lambda: rv.accuracy(
             "policy", rv.VisualArithmetic(4), "text", "test", 10, torch.Generator()
@@ -303,3 +303,78 @@ def test_exercise_check_answers_not_done_wrong_and_correct():
     assert ns.rv.check_advantages(reference).status == "correct"
     centred = lambda r: r - r.mean(1, keepdim=True)
     assert ns.rv.check_advantages(centred).status == "wrong"
+
+
+# ------------------------------------------------------------------------------------
+# one home for the GRPO maths; seeds without global state
+def test_grpo_maths_live_in_one_module_both_chapters_import():
+    import iclr26.grpo as G
+    from iclr26.siren import model as siren_model
+
+    assert rv.grpo_advantages is G.grpo_advantages and rv.grpo_loss is G.grpo_loss
+    assert siren_model.grpo_advantages is G.grpo_advantages
+    assert siren_model.grpo_loss is G.grpo_loss
+    # one on-policy step of grpo_loss has the REINFORCE gradient -mean(A grad log pi)
+    logp = torch.randn(16, requires_grad=True)
+    adv = torch.randn(16)
+    G.grpo_loss(logp, adv).backward()
+    want = -adv / 16
+    assert torch.equal(logp.grad, want)
+
+
+def _tiny(task, seed):
+    res = rv.run_pipeline(
+        task,
+        seed,
+        {"staged": 3e-3},
+        align_steps=3,
+        cs_steps=3,
+        mrl_steps=2,
+        trl_steps=1,
+        prompts=4,
+        n_eval=30,
+        arms=("staged",),
+        no_align=True,
+    )
+    accs = [res[k] for k in ("base_img", "cs_img", "staged_img", "noalign_cs_img")]
+    return accs, [p.detach().clone() for p in res["final_policy"].parameters()]
+
+
+def test_pipeline_depends_on_its_seed_only_not_on_call_order():
+    task = rv.VisualArithmetic(4, seed=0)
+    a0 = _tiny(task, 0)
+    torch.rand(5)  # an unrelated draw from the global generator
+    a1 = _tiny(task, 1)
+    b1 = _tiny(task, 1)
+    torch.randn(3)
+    b0 = _tiny(task, 0)
+    for x, y in ((a0, b0), (a1, b1)):
+        assert x[0] == y[0]
+        assert all(torch.equal(p, q) for p, q in zip(x[1], y[1]))
+    assert not all(torch.equal(p, q) for p, q in zip(a0[1], a1[1]))
+
+
+def test_streams_are_distinct_per_seed_and_stream():
+    pairs = [(s, k) for s in (0, 1, 50, 1000, 1001, 2000, 4001) for k in range(16)]
+    seeds = {rv.stream_seed(s, k) for s, k in pairs}
+    assert len(seeds) == len(pairs) and all(0 <= x < 2**63 for x in seeds)
+    draw = lambda s, k: torch.rand(4, generator=rv.stream(s, k))
+    assert torch.equal(draw(3, 2), draw(3, 2)) and not torch.equal(
+        draw(3, 2), draw(2, 3)
+    )
+    with pytest.raises(ValueError):
+        rv.stream_seed(-1, 0)
+
+
+def test_stage_options_are_checked():
+    task = rv.VisualArithmetic(4, seed=0)
+    pol = rv.TinyMLLMPolicy(4, 8, 16)
+    with pytest.raises(ValueError, match="unknown option"):
+        rv.rl_stage(pol, task, "image", 1, variant="pad", pad={"foo": 1})
+    with pytest.raises(TypeError, match="pad must be a dict"):
+        rv.rl_stage(pol, task, "image", 1, variant="pad", pad=[("rho", 1.0)])
+    for stage in (rv.cold_start_sft, rv.align_vision):
+        with pytest.raises(ValueError, match="lr"):
+            stage(pol, task, 1, lr=0)
+    with pytest.raises(ValueError, match="lr"):
+        rv.rl_stage(pol, task, "image", 1, lr=-1e-3)

@@ -364,3 +364,99 @@ def test_checker_accepts_any_tie_order():
         return liked, dis
 
     assert sr.check_sketch(other_ties).status == "correct"
+
+
+# ------------------------------------------------------------------------------------
+# seeds without global state, the planted sketches, long chains, bad inputs
+def _toy_prompts(seed=0, n=40):
+    g = torch.Generator().manual_seed(seed)
+    V = M.Vocab(n_topic_slots=4, n_words=0)
+    P = {
+        s: M.TOPIC0 + torch.randint(0, 4, (n, 6), generator=g)
+        for s in ("train", "val", "test")
+    }
+    y = {s: torch.randint(1, 6, (n,), generator=g) for s in P}
+    return P, y, V
+
+
+def _fit(seed):
+    P, y, V = _toy_prompts()
+    out = sr.fit_answer(P, y, V, [3e-3], 4, 8, 1, seed, batch=8)
+    return [p.detach().clone() for p in out["model"].parameters()]
+
+
+def test_fit_answer_depends_on_its_seed_only_not_on_call_order():
+    a0 = _fit(0)
+    torch.rand(5)  # an unrelated draw from the global generator
+    a1 = _fit(1)
+    b1 = _fit(1)
+    torch.randn(2)
+    b0 = _fit(0)
+    assert all(torch.equal(p, q) for p, q in zip(a0, b0))
+    assert all(torch.equal(p, q) for p, q in zip(a1, b1))
+    assert not all(torch.equal(p, q) for p, q in zip(a0, a1))
+
+
+def _grpo(seed):
+    P, y, V = _toy_prompts()
+    prompts = torch.cat([P["train"], torch.full((40, 1), M.COT)], 1)
+    torch.manual_seed(123)  # the same initial model for every call
+    model = M.TinyRecTransformer(V.size, d=8, layers=1, heads=2)
+    ct = torch.randint(0, 4, (40,), generator=torch.Generator().manual_seed(1))
+    stance = torch.randint(0, 3, (40, 4), generator=torch.Generator().manual_seed(2))
+    r = M.train_cot_grpo(
+        model, prompts, y["train"], ct, stance, 4, 3, 1e-3, batch=4, group=4, seed=seed
+    )
+    return r, [p.detach().clone() for p in model.parameters()]
+
+
+def test_train_cot_grpo_depends_on_its_seed_only_not_on_call_order():
+    a0 = _grpo(0)
+    torch.rand(3)
+    a1 = _grpo(1)
+    b1 = _grpo(1)
+    b0 = _grpo(0)
+    for x, z in ((a0, b0), (a1, b1)):
+        assert x[0] == z[0] and all(torch.equal(p, q) for p, q in zip(x[1], z[1]))
+
+
+def test_train_cot_grpo_and_build_sketch_refuse_bad_ratings_and_tables():
+    P, y, V = _toy_prompts()
+    prompts = torch.cat([P["train"], torch.full((40, 1), M.COT)], 1)
+    model = M.TinyRecTransformer(V.size, d=8, layers=1, heads=2)
+    ct = torch.zeros(40, dtype=torch.long)
+    stance = torch.zeros(40, 4, dtype=torch.long)
+    bad_y = y["train"].clone()
+    bad_y[0] = 9
+    with pytest.raises(ValueError, match="1..5"):
+        M.train_cot_grpo(model, prompts, bad_y, ct, stance, 4, 1, 1e-3, batch=2)
+    with pytest.raises(ValueError, match="stance_table"):
+        M.train_cot_grpo(model, prompts, y["train"], ct, stance[:, :3], 4, 1, 1e-3)
+    with pytest.raises(ValueError, match="1..5"):
+        sr.build_sketch(np.array([0, 1, 1]), np.array([3, 99, 4]), 2)
+
+
+def test_oracle_sketches_hold_the_planted_preferences():
+    data = sr.make_recsys(n_items=120, n_users=20, n_topics=6, seed=4)
+    labels = (data.item_topic + 2) % 6  # a relabelling of the planted topics
+    sks = sr.oracle_sketches(data, labels, 6)
+    for u, s in enumerate(sks):
+        assert {(c - 2) % 6 for c in s.liked} == set(np.flatnonzero(data.pref[u] > 0))
+        assert {(c - 2) % 6 for c in s.disliked} == set(
+            np.flatnonzero(data.pref[u] < 0)
+        )
+    with pytest.raises(ValueError):
+        sr.oracle_sketches(data, labels, 3)
+
+
+def test_long_chains_are_counted_and_bounded():
+    P, _, V = _toy_prompts()
+    model = M.TinyRecTransformer(V.size, d=8, layers=1, heads=2, max_len=32)
+    out = M.generate_tokens(model, P["test"][:3], 5)
+    assert out.shape == (3, 5)
+    r = M.measure_latency(model, P["test"][:2], "long", 4, n_tokens=5)
+    assert r["generated_tokens"] == 5 and r["forward_passes"] == 5
+    with pytest.raises(ValueError, match="max_len|<= 32"):
+        M.generate_tokens(model, P["test"][:1], 30)
+    with pytest.raises(ValueError, match="n_tokens"):
+        M.measure_latency(model, P["test"][:2], "answer", 4, n_tokens=5)

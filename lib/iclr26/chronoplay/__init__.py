@@ -21,28 +21,30 @@ package is the no-LLM analogue the chapter runs on:
 
 Submodules: ``world`` (game, community, synthesis, stale detection), ``drift`` (weighted
 JSD and the detector), ``retrieval`` (BM25, TF-IDF, evaluation per version),
-``calibration`` (the chapter's calibration grid: every claim's value per seed and
-setting). Everything
+``records`` (the calibration grid's records, read back as the chapter's table; the grid
+is ``grids/19-chronoplay.json``, run by ``python3 tasks.py sweep 19 --grid``).
+Everything
 is NumPy and SciPy sparse (text retrieval has no tensor path), seeded by explicit
 ``numpy.random.Generator`` objects; nothing prints or plots.
 """
 
-from . import calibration
-from .calibration import rank_flip, stale_scores
 from .drift import (
     alarm_rates,
     calibrate_lambda,
     check_weighted_jsd,
     detect_drift,
     drift_stream,
+    drift_streams,
     false_alarm_rate,
     weighted_jsd,
 )
+from .records import calibration_table, claim_range, load_records
 from .retrieval import (
     RETRIEVERS,
     BM25Index,
     TfidfIndex,
     evaluate_versions,
+    rank_flip,
     read_answers,
     recall_at_k,
 )
@@ -65,6 +67,7 @@ from .world import (
     make_world,
     phase_changes,
     stale_mask,
+    stale_scores,
     synthesize,
     tokenize,
     topic_phases,
@@ -72,7 +75,9 @@ from .world import (
 )
 
 __all__ = [
-    "calibration",
+    "calibration_table",
+    "claim_range",
+    "load_records",
     "rank_flip",
     "stale_scores",
     "alarm_rates",
@@ -80,6 +85,7 @@ __all__ = [
     "check_weighted_jsd",
     "detect_drift",
     "drift_stream",
+    "drift_streams",
     "false_alarm_rate",
     "weighted_jsd",
     "RETRIEVERS",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import ExerciseVerdict, grade_exercise
-from .world import TOPICS, _int, _rate, phase_changes
+from ..validate import as_float, as_int
+from .world import TOPICS, phase_changes, topic_phases
 
 
 # ------------------------------------------------------------- interest-drift updates
@@ -75,9 +76,9 @@ def drift_stream(
         raise ValueError(
             f"phases must be (n_phases, {len(TOPICS)}), got {phases.shape}"
         )
-    W = _int(windows_per_phase, "windows_per_phase", 1)
-    n = _int(n_per_window, "n_per_window", 1)
-    r = _rate(burst_rate, "burst_rate")
+    W = as_int(windows_per_phase, "windows_per_phase", lo=1)
+    n = as_int(n_per_window, "n_per_window", lo=1)
+    r = as_float(burst_rate, "burst_rate", lo=0.0, hi=1.0)
     if isinstance(burst_size, bool) or not isinstance(
         burst_size, (int, float, np.floating)
     ):
@@ -93,12 +94,41 @@ def drift_stream(
         or (phases.sum(1) <= 0).any()
     ):
         raise ValueError("phases must be finite, non-negative rows with positive mass")
-    rng = np.random.default_rng(_int(seed, "seed"))
+    rng = np.random.default_rng(as_int(seed, "seed", lo=0))
     p = np.repeat(phases, W, axis=0)
     rare = p < np.median(p, axis=1, keepdims=True)
     p = p * np.where(rare & (rng.random(p.shape) < r), 1.0 + burst_size, 1.0)
     p /= p.sum(1, keepdims=True)
     return np.stack([rng.multinomial(n, row) for row in p])
+
+
+def drift_streams(
+    n_phases: int,
+    drift: float,
+    windows_per_phase: int,
+    n_per_window: int,
+    burst_rate: float,
+    burst_size: float,
+    seed0: int,
+    n: int,
+) -> np.ndarray:
+    """``n`` community streams, (n, n_phases * windows_per_phase, 24) topic counts:
+    stream s has its own phases (:func:`topic_phases` at seed ``seed0 + s``) and its
+    own windows (:func:`drift_stream` at seed ``seed0 + 7919 + s``)."""
+    seed0, n = as_int(seed0, "seed0", lo=0), as_int(n, "n", lo=1)
+    return np.stack(
+        [
+            drift_stream(
+                topic_phases(n_phases, drift, seed=seed0 + s),
+                windows_per_phase,
+                n_per_window,
+                burst_rate,
+                burst_size,
+                seed=seed0 + 7919 + s,
+            )
+            for s in range(n)
+        ]
+    )
 
 
 def _wjsd(p: np.ndarray, q: np.ndarray, gamma: float) -> np.ndarray:
@@ -171,7 +201,10 @@ def alarm_rates(alarms: np.ndarray, windows_per_phase: int, horizon: int = 2):
     a = np.asarray(alarms)
     if a.dtype != bool:
         raise TypeError(f"alarms must be a boolean array, got {a.dtype}")
-    W, h = _int(windows_per_phase, "windows_per_phase", 1), _int(horizon, "horizon", 1)
+    W, h = (
+        as_int(windows_per_phase, "windows_per_phase", lo=1),
+        as_int(horizon, "horizon", lo=1),
+    )
     if a.ndim < 2 or a.shape[-1] <= W or a.shape[-1] % W:
         raise ValueError(
             f"alarms must be (..., n_streams, n_windows), n_windows a "
@@ -214,7 +247,7 @@ def calibrate_lambda(
     searched over quantiles of their divergences. No change points and no drift
     strength are needed: on a quiet stretch of the community's history every alarm is
     false. It never sees the streams it is later evaluated on."""
-    b = _rate(fa_budget, "fa_budget")
+    b = as_float(fa_budget, "fa_budget", lo=0.0, hi=1.0)
     if not 0 < b < 1:
         raise ValueError(f"fa_budget must be in (0, 1) alarms per window, got {b}")
     div, _ = detect_drift(quiet_counts, gamma, np.inf)

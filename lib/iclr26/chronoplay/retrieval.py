@@ -9,7 +9,8 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from .world import TOPICS, GameWorld, Questions, _int, _texts, build_kb, tokenize
+from ..validate import as_float, as_int
+from .world import TOPICS, GameWorld, Questions, _texts, build_kb, tokenize
 
 
 # --------------------------------------------------------------------------- retrieval
@@ -21,11 +22,11 @@ class BM25Index:
 
     def __init__(self, docs: list[str], k1: float = 1.5, b: float = 0.75):
         docs = _texts(docs, "docs")
-        if not (np.isfinite(k1) and k1 > 0 and 0 <= b <= 1):
-            raise ValueError(
-                f"need a finite k1 > 0 and 0 <= b <= 1, got k1={k1}, b={b}"
-            )
+        k1 = as_float(k1, "k1", lo=0.0, open_lo=True)
+        b = as_float(b, "b", lo=0.0, hi=1.0)
         toks = [tokenize(d) for d in docs]
+        if not any(toks):
+            raise ValueError("docs hold no word at all: there is nothing to index")
         self.vocab = {w: i for i, w in enumerate(sorted({w for t in toks for w in t}))}
         rows = [i for i, t in enumerate(toks) for _ in t]
         cols = [self.vocab[w] for t in toks for w in t]
@@ -90,7 +91,7 @@ def recall_at_k(scores: np.ndarray, gold: np.ndarray, k: int = 3) -> np.ndarray:
         raise ValueError(
             f"scores (n, n_docs) and gold (n,), got {scores.shape}, {gold.shape}"
         )
-    k = _int(k, "k", 1)
+    k = as_int(k, "k", lo=1, hi=scores.shape[1])
     if np.isnan(scores).any():
         raise ValueError("scores contain NaN; a ranking needs comparable scores")
     if not np.issubdtype(gold.dtype, np.integer):
@@ -107,7 +108,13 @@ def recall_at_k(scores: np.ndarray, gold: np.ndarray, k: int = 3) -> np.ndarray:
 def read_answers(scores: np.ndarray, kb: list[str], questions: Questions) -> np.ndarray:
     """(n,) int: the extractive reader -- the value after "<attr>: " in the top-1
     snippet (-1 if that snippet has no such attribute)."""
-    top = np.argsort(-np.asarray(scores), axis=1, kind="stable")[:, 0]
+    scores = np.asarray(scores)
+    if scores.ndim != 2 or scores.shape != (len(questions.text), len(kb)):
+        raise ValueError(
+            f"scores must be (n questions, n snippets) = ({len(questions.text)}, "
+            f"{len(kb)}), got {scores.shape}"
+        )
+    top = np.argsort(-scores, axis=1, kind="stable")[:, 0]
     out = np.full(len(top), -1, dtype=np.int64)
     for i, d in enumerate(top):
         a = TOPICS[questions.topic[i]][1]
@@ -143,3 +150,21 @@ def evaluate_versions(world: GameWorld, bench: list[Questions], k: int = 1) -> d
                     r["recall"].append(recall_at_k(S, Q.entity, k))
         out[name] = r
     return out
+
+
+def rank_flip(world: GameWorld, bench: list[Questions], k: int = 1) -> float:
+    """min(Recall@k BM25 - char 3-grams at version 0, char 3-grams - BM25 at the last
+    version), each with the fresh index: > 0 when the ordering flips."""
+    r = {}
+    for name in ("BM25", "char 3-grams"):
+        r[name] = [
+            recall_at_k(
+                RETRIEVERS[name](build_kb(world, t)).scores(bench[t].text),
+                bench[t].entity,
+                k,
+            ).mean()
+            for t in (0, len(bench) - 1)
+        ]
+    return float(
+        min(r["BM25"][0] - r["char 3-grams"][0], r["char 3-grams"][1] - r["BM25"][1])
+    )

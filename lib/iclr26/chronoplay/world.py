@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..validate import as_float, as_int
+
 KINDS = ("weapon", "armor", "recipe", "enemy", "zone", "boss")
 ATTRS = {
     "weapon": ("damage", "range", "price", "weight"),
@@ -93,22 +95,6 @@ def _texts(x, name: str) -> list[str]:
     return list(x)
 
 
-def _int(x, name: str, lo: int = 0) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(x).__name__}")
-    if x < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {x}")
-    return int(x)
-
-
-def _rate(x, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.floating)):
-        raise TypeError(f"{name} must be a float, got {type(x).__name__}")
-    if not 0.0 <= float(x) <= 1.0:
-        raise ValueError(f"{name} must lie in [0, 1], got {x}")
-    return float(x)
-
-
 # ---------------------------------------------------------------------- the game world
 @dataclass
 class GameWorld:
@@ -170,10 +156,16 @@ def make_world(
     value always differs) and renames ``renames`` entities. Names share syllables on
     purpose, so that near-names exist (``kelvor``, ``kelvorash``), as in a real game;
     names have 2 to ``max_syllables`` syllables (3 allows 252 names in all)."""
-    E, T = _int(n_entities, "n_entities", 6), _int(n_versions, "n_versions", 1)
-    q, R = _rate(change_rate, "change_rate"), _int(renames, "renames")
-    S = _int(max_syllables, "max_syllables", 2)
-    rng = np.random.default_rng(_int(seed, "seed"))
+    E, T = (
+        as_int(n_entities, "n_entities", lo=6),
+        as_int(n_versions, "n_versions", lo=1),
+    )
+    q, R = (
+        as_float(change_rate, "change_rate", lo=0.0, hi=1.0),
+        as_int(renames, "renames", lo=0),
+    )
+    S = as_int(max_syllables, "max_syllables", lo=2)
+    rng = np.random.default_rng(as_int(seed, "seed", lo=0))
     taken: set[str] = set()
     kind = np.arange(E) % len(KINDS)
     names = np.empty((T, E), dtype=object)
@@ -200,7 +192,7 @@ def make_world(
 
 def announcement(world: GameWorld, t: int) -> str:
     """Patch notes of version ``t`` (t >= 1): a line per changed value or new name."""
-    t = _int(t, "t", 1)
+    t = as_int(t, "t", lo=1)
     if t >= world.n_versions:
         raise ValueError(f"t must be < n_versions = {world.n_versions}, got {t}")
     lines = [
@@ -218,7 +210,7 @@ def announcement(world: GameWorld, t: int) -> str:
 
 def build_kb(world: GameWorld, t: int) -> list[str]:
     """The official wiki at version ``t``: one snippet per entity (index = entity)."""
-    t = _int(t, "t")
+    t = as_int(t, "t", lo=0)
     if t >= world.n_versions:
         raise ValueError(f"t must be < n_versions = {world.n_versions}, got {t}")
     kb = []
@@ -238,10 +230,10 @@ def topic_phases(n_phases: int, drift: float, seed: int = 0) -> np.ndarray:
     logits on the four topics of the phase's "hot" kind and minus ``2 drift`` on kinds
     not reached yet; hot kinds in order recipe, weapon, armor, enemy, zone, boss (spread
     over the phases). ``drift = 0`` keeps every phase the same."""
-    P = _int(n_phases, "n_phases", 1)
+    P = as_int(n_phases, "n_phases", lo=1)
     if isinstance(drift, bool) or not np.isfinite(drift) or drift < 0:
         raise ValueError(f"drift must be a finite number >= 0, got {drift}")
-    rng = np.random.default_rng(_int(seed, "seed"))
+    rng = np.random.default_rng(as_int(seed, "seed", lo=0))
     base = rng.normal(0.0, 1.0, len(TOPICS))
     order = sorted(KINDS, key=ENDGAME.get)
     hot = _hot_kinds(P)
@@ -264,7 +256,7 @@ def phase_changes(n_phases: int) -> np.ndarray:
     """(n_phases - 1,) bool: True where phase i + 1 of :func:`topic_phases` differs from
     phase i. With more than six phases some neighbours share a hot kind (20 phases hold
     5 changes), and a boundary where nothing changes is no change point."""
-    hot = _hot_kinds(_int(n_phases, "n_phases", 1))
+    hot = _hot_kinds(as_int(n_phases, "n_phases", lo=1))
     return np.array([a != b for a, b in zip(hot[:-1], hot[1:])], bool)
 
 
@@ -341,7 +333,11 @@ def synthesize(
     typo one edit (what the gazetteer is built from); ``"unseen"``: a vowel-dropped
     nickname and a two-edit typo (a held-out test of the gazetteer). The answer is read
     from the versioned facts, never from the text."""
-    t, n, s = _int(t, "t"), _int(n, "n", 1), _rate(slang, "slang")
+    t, n, s = (
+        as_int(t, "t", lo=0),
+        as_int(n, "n", lo=1),
+        as_float(slang, "slang", lo=0.0, hi=1.0),
+    )
     if noise not in NOISE:
         raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
     if t >= world.n_versions:
@@ -354,7 +350,7 @@ def synthesize(
         or p.sum() <= 0
     ):
         raise ValueError(f"topic_dist must be ({len(TOPICS)},) non-negative and finite")
-    rng = np.random.default_rng(_int(seed, "seed"))
+    rng = np.random.default_rng(as_int(seed, "seed", lo=0))
     topic = rng.choice(len(TOPICS), size=n, p=p / p.sum())
     kind_of = np.array([KINDS.index(k) for k, _ in TOPICS])
     attr = np.array([ATTRS[k].index(a) for k, a in TOPICS])[topic]
@@ -417,7 +413,7 @@ def make_lexicon(world: GameWorld, t: int, aliases: bool = True) -> dict:
     every community nickname in ``world.alias``, plus the one-deletion index of names
     (for fuzzy matching)."""
     lex: dict = {}
-    for tt in range(_int(t, "t") + 1):
+    for tt in range(as_int(t, "t", lo=0) + 1):
         for e, name in enumerate(world.names[tt]):
             lex.setdefault(name, set()).add(e)
     for e, a in enumerate(world.alias if aliases else ()):
@@ -451,7 +447,7 @@ def stale_mask(
     ablation)."""
     if level not in ("fact", "entity"):
         raise ValueError(f"level must be 'fact' or 'entity', got {level!r}")
-    src = t_new if shuffle_from is None else _int(shuffle_from, "shuffle_from", 1)
+    src = t_new if shuffle_from is None else as_int(shuffle_from, "shuffle_from", lo=1)
     notes = announcement(world, src)
     # names known once those notes are out
     lex = make_lexicon(world, max(t_new, src), aliases=aliases)
@@ -478,11 +474,43 @@ def stale_mask(
     return out
 
 
-def truly_stale(questions: Questions, world: GameWorld, t_new: int) -> np.ndarray:
+def truly_stale(
+    questions: Questions, world: GameWorld, t_new: int, level: str = "fact"
+) -> np.ndarray:
     """(n,) bool ground truth: the asked value changed at ``t_new``, or the entity was
-    renamed."""
+    renamed. ``level="entity"``: staleness as the paper's rule defines it, every
+    question about an entity the patch touched (any attribute changed, or renamed)."""
+    if level not in ("fact", "entity"):
+        raise ValueError(f"level must be 'fact' or 'entity', got {level!r}")
     e, j = questions.entity, questions.attr
-    return world.changed[t_new, e, j] | world.renamed[t_new, e]
+    changed = (
+        world.changed[t_new, e].any(1)
+        if level == "entity"
+        else world.changed[t_new, e, j]
+    )
+    return changed | world.renamed[t_new, e]
+
+
+def stale_scores(
+    world: GameWorld, bench: list[Questions], truth: str = "fact", **kw
+) -> dict:
+    """Per patch t = 1..T-1, stale_mask(bench[t-1], world, t, **kw) against the truth
+    (:func:`truly_stale` at ``truth`` level): worst-patch F1, mean precision, mean
+    recall."""
+    prf = np.array(
+        [
+            f1_score(
+                stale_mask(bench[t - 1], world, t, **kw),
+                truly_stale(bench[t - 1], world, t, level=truth),
+            )
+            for t in range(1, world.n_versions)
+        ]
+    )
+    return dict(
+        f1_min=float(prf[:, 2].min()),
+        prec=float(prf[:, 0].mean()),
+        rec=float(prf[:, 1].mean()),
+    )
 
 
 def benchmark(

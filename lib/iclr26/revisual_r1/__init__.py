@@ -9,35 +9,38 @@ model and the task are ours.
 
 Pieces, top to bottom:
 
-* :func:`grpo_advantages`, :func:`zero_advantage_fraction`,
+* :func:`grpo_advantages` and :func:`grpo_loss` (from :mod:`iclr26.grpo`, shared with
+  chapter 17), :func:`zero_advantage_fraction`,
   :func:`zero_advantage_theory`
 * :func:`pad_select` (``mode="paper"``: softmax(|A|/tau), k' = min(ceil(rho N), |E|), no
   replacement; ``mode="code"``: P ~ |A|^alpha on the strict band, int(rho N) draws of
   the batch with replacement, the full batch when the band is empty),
   :class:`TauSchedule`
-* :func:`grpo_loss` (clipped surrogate, optional k3 KL to a reference; every RL stage
-  of the pipeline uses it with :data:`KL_COEF`)
+* every RL stage of the pipeline uses :func:`grpo_loss` (clipped surrogate, optional k3
+  KL to a reference) with :data:`KL_COEF`
 * :class:`VisualArithmetic` (the task), :class:`TinyMLLMPolicy` (the policy)
 * :func:`align_vision`, :func:`cold_start_sft`, :func:`rl_stage`, :func:`accuracy`,
   :func:`answer_spread`,
-  :func:`run_pipeline`, :func:`tune_lr`, :func:`zero_advantage_probe` (``pipeline.py``)
+  :func:`run_pipeline`, :func:`tune_lr`, :func:`zero_advantage_probe`, :func:`stream`
+  (each policy seed's own random streams) (``pipeline.py``)
 * :func:`check_advantages` (the chapter's coding exercise)
 """
 
+from ..grpo import grpo_advantages, grpo_loss
 from .grpo import (
     TauSchedule,
     check_advantages,
-    grpo_advantages,
-    grpo_loss,
     pad_select,
     zero_advantage_fraction,
     zero_advantage_theory,
 )
 from .pipeline import (
     ARMS,
+    EVAL_STREAM,
     KL_COEF,
     PAD_CODE,
     PAD_PAPER,
+    PROBE_STREAM,
     RLHistory,
     TinyMLLMPolicy,
     VisualArithmetic,
@@ -47,15 +50,19 @@ from .pipeline import (
     cold_start_sft,
     rl_stage,
     run_pipeline,
+    stream,
+    stream_seed,
     tune_lr,
     zero_advantage_probe,
 )
 
 __all__ = [
     "ARMS",
+    "EVAL_STREAM",
     "KL_COEF",
     "PAD_CODE",
     "PAD_PAPER",
+    "PROBE_STREAM",
     "RLHistory",
     "TauSchedule",
     "TinyMLLMPolicy",
@@ -70,6 +77,8 @@ __all__ = [
     "pad_select",
     "rl_stage",
     "run_pipeline",
+    "stream",
+    "stream_seed",
     "tune_lr",
     "zero_advantage_fraction",
     "zero_advantage_probe",

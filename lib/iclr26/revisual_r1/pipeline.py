@@ -6,13 +6,15 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 from torch import nn
 
+from ..core import seeded
+from ..grpo import grpo_advantages, grpo_loss
+from ..validate import as_int, check_positive
 from .grpo import (
     TauSchedule,
-    grpo_advantages,
-    grpo_loss,
     pad_select,
     zero_advantage_fraction,
     zero_advantage_theory,
@@ -149,6 +151,9 @@ def _check_steps(steps, name="steps") -> None:
         raise ValueError(f"{name} must be an int >= 0, got {steps!r}")
 
 
+PAD_KEYS = ("t_low", "t_high", "tau", "rho", "mode", "alpha")
+
+
 def align_vision(
     policy: TinyMLLMPolicy,
     task: VisualArithmetic,
@@ -162,6 +167,7 @@ def align_vision(
     (an MSE caption loss on train images). Returns the loss per step."""
     _check_pair(policy, task)
     _check_steps(steps)
+    lr = check_positive("lr", lr)
     dev = next(policy.parameters()).device
     opt = torch.optim.Adam(policy.vision.parameters(), lr=lr)
     losses = []
@@ -189,6 +195,7 @@ def cold_start_sft(
     step."""
     _check_pair(policy, task)
     _check_steps(steps)
+    lr = check_positive("lr", lr)
     dev = next(policy.parameters()).device
     opt = torch.optim.Adam(policy.trunk.parameters(), lr=lr)
     losses = []
@@ -276,6 +283,12 @@ def rl_stage(
     _check_steps(steps)
     if isinstance(group, bool) or not isinstance(group, int) or group < 2:
         raise ValueError(f"group must be an int >= 2, got {group!r}")
+    lr = check_positive("lr", lr)
+    if pad is not None and not isinstance(pad, dict):
+        raise TypeError(f"pad must be a dict of pad_select options, got {pad!r}")
+    unknown = sorted(set(pad or {}) - set(PAD_KEYS))
+    if unknown:
+        raise ValueError(f"pad has unknown option(s) {unknown}; known: {PAD_KEYS}")
     dev = next(policy.parameters()).device
     opt = torch.optim.Adam(policy.parameters(), lr=lr)
     ref = copy.deepcopy(policy).requires_grad_(False) if kl_coef else None
@@ -326,6 +339,26 @@ def rl_stage(
 
 
 # ---------------------------------------------------------------------- the pipeline
+# The random streams of one policy seed: every draw of run_pipeline comes from one of
+# them, and each (policy seed, stream) pair has its own generator (stream_seed), so two
+# policy seeds never share a draw, whatever their difference.
+INIT_STREAM, TRAIN_STREAM, EVAL_STREAM, PROBE_STREAM, ARM_STREAM0 = 0, 1, 2, 3, 10
+
+
+def stream_seed(seed: int, k: int) -> int:
+    """The seed of random stream ``k`` of policy seed ``seed``: a 63-bit hash of the
+    pair (NumPy's SeedSequence), so that distinct pairs give unrelated generators."""
+    seed, k = as_int(seed, "seed", lo=0), as_int(k, "k", lo=0)
+    state = np.random.SeedSequence([seed, k]).generate_state(2, np.uint32)
+    return int((int(state[0]) << 31) ^ int(state[1]))
+
+
+def stream(seed: int, k: int) -> torch.Generator:
+    """A CPU generator for random stream ``k`` of policy seed ``seed``
+    (:func:`stream_seed`)."""
+    return torch.Generator().manual_seed(stream_seed(seed, k))
+
+
 ARMS = ("staged", "mrl_only", "mrl_long", "cs_mrl", "pad", "pad_code")
 KL_COEF = 1e-2  # the official repository's examples/config.yaml (paper Table 5: 2e-3)
 PAD_PAPER = dict(mode="paper", t_low=0.05, t_high=float("inf"), rho=0.5)
@@ -365,8 +398,10 @@ def run_pipeline(
     Every RL stage has the k3 KL (``kl_coef``) to the policy at the stage's start.
     ``no_align``: also report "noalign_base_img" / "noalign_cs_img", the same policy
     seed with the alignment removed (align_steps = 0), before and after the cold start.
-    Accuracies are greedy, on ``n_eval`` fresh questions of ``split`` ("val" for tuning,
-    "test" else).
+    Accuracies are greedy, on the same ``n_eval`` questions of ``split`` for every arm
+    ("val" for tuning, "test" else). Every draw comes from one of the policy seed's own
+    streams (:func:`stream`): the initial weights, the alignment and cold-start
+    questions, the evaluation questions, and one stream per arm's RL stages.
     Returns a dict of accuracies ("<arm>_img", "<arm>_txt", "base_img", "cs_img", ...),
     each arm's "<arm>_distinct" / "<arm>_entropy" (:func:`answer_spread` on image
     questions) and the RL histories under "hist".
@@ -384,25 +419,21 @@ def run_pipeline(
         ("align_steps", align_steps),
     ):
         _check_steps(v, name)
-    ev_seed = 10_000 + seed
 
     def ev(p, mode):
-        return accuracy(
-            p, task, mode, split, n_eval, torch.Generator().manual_seed(ev_seed)
-        )
+        return accuracy(p, task, mode, split, n_eval, stream(seed, EVAL_STREAM))
 
     out, hist = {}, {}
+    init = stream_seed(seed, INIT_STREAM)  # the same initial weights for both policies
     if no_align:
-        torch.manual_seed(seed)
-        p0 = TinyMLLMPolicy(task.n_digits, d, hidden).to(device or "cpu")
+        with seeded(init):
+            p0 = TinyMLLMPolicy(task.n_digits, d, hidden).to(device or "cpu")
         out["noalign_base_img"] = ev(p0, "image")
-        cold_start_sft(
-            p0, task, cs_steps, generator=torch.Generator().manual_seed(seed)
-        )
+        cold_start_sft(p0, task, cs_steps, generator=stream(seed, TRAIN_STREAM))
         out["noalign_cs_img"] = ev(p0, "image")
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    pol = TinyMLLMPolicy(task.n_digits, d, hidden).to(device or "cpu")
+    with seeded(init):
+        pol = TinyMLLMPolicy(task.n_digits, d, hidden).to(device or "cpu")
+    g = stream(seed, TRAIN_STREAM)
     align_vision(pol, task, align_steps, generator=g)
     out.update(base_img=ev(pol, "image"), base_txt=ev(pol, "text"))
     base = copy.deepcopy(pol)
@@ -414,7 +445,7 @@ def run_pipeline(
     total = mrl_steps + trl_steps
     tau = TauSchedule(1.0, 0.3, mrl_steps)
     for arm in arms:
-        gen = torch.Generator().manual_seed(seed * 7 + ARMS.index(arm) + 1)
+        gen = stream(seed, ARM_STREAM0 + ARMS.index(arm))
         p = copy.deepcopy(base if arm in ("mrl_only", "mrl_long") else cs)
         kw = dict(
             lr=lr[arm], prompts=prompts, group=group, kl_coef=kl_coef, generator=gen
@@ -442,7 +473,7 @@ def run_pipeline(
             hist[arm + "_trl"] = rl_stage(p, task, "text", trl_steps, **kw)
         out[f"{arm}_img"], out[f"{arm}_txt"] = ev(p, "image"), ev(p, "text")
         out[f"{arm}_distinct"], out[f"{arm}_entropy"] = answer_spread(
-            p, task, "image", split, n_eval, torch.Generator().manual_seed(ev_seed)
+            p, task, "image", split, n_eval, stream(seed, EVAL_STREAM)
         )
         if arm == "staged":
             out["final_policy"] = p

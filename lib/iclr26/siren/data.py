@@ -6,7 +6,6 @@ Everything here is NumPy / scikit-learn; the model side is in :mod:`.model`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,24 +13,9 @@ from sklearn.cluster import KMeans
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.metrics import adjusted_rand_score, silhouette_score
 
+from ..validate import as_float, as_int
+
 RATINGS = (1, 2, 3, 4, 5)
-
-
-# ------------------------------------------------------------------------ input checks
-def _int(x, name: str, lo: int = 1) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(x).__name__} ({x!r})")
-    if x < lo:
-        raise ValueError(f"{name} must be an int >= {lo}, got {x}")
-    return int(x)
-
-
-def _prob(x, name: str, hi: float = 1.0) -> float:
-    if isinstance(x, bool) or not isinstance(x, (int, float, np.floating)):
-        raise TypeError(f"{name} must be a float, got {type(x).__name__}")
-    if not math.isfinite(x) or not 0.0 <= x <= hi:
-        raise ValueError(f"{name} must lie in [0, {hi}], got {x}")
-    return float(x)
 
 
 # ------------------------------------------------------------------------ the generator
@@ -124,20 +108,23 @@ def make_recsys(
     further items per user with clean ratings.
     """
     n_items, n_users, n_topics = (
-        _int(n_items, "n_items", 2),
-        _int(n_users, "n_users"),
-        _int(n_topics, "n_topics", 2),
+        as_int(n_items, "n_items", lo=2),
+        as_int(n_users, "n_users", lo=1),
+        as_int(n_topics, "n_topics", lo=2),
     )
-    hist_min, hist_max = _int(hist_min, "hist_min"), _int(hist_max, "hist_max")
+    hist_min, hist_max = (
+        as_int(hist_min, "hist_min", lo=1),
+        as_int(hist_max, "hist_max", lo=1),
+    )
     if hist_max < hist_min:
         raise ValueError(f"hist_max must be >= hist_min, got {hist_max} < {hist_min}")
     topic_words, filler_words = (
-        _int(topic_words, "topic_words"),
-        _int(filler_words, "filler_words", 0),
+        as_int(topic_words, "topic_words", lo=1),
+        as_int(filler_words, "filler_words", lo=0),
     )
     words_per_topic, n_filler = (
-        _int(words_per_topic, "words_per_topic"),
-        _int(n_filler, "n_filler", 0),
+        as_int(words_per_topic, "words_per_topic", lo=1),
+        as_int(n_filler, "n_filler", lo=0),
     )
     if topic_words > words_per_topic:
         raise ValueError(
@@ -148,12 +135,18 @@ def make_recsys(
         raise ValueError(
             f"filler_words ({filler_words}) must be <= n_filler ({n_filler})"
         )
-    n_like, n_dislike = _int(n_like, "n_like", 0), _int(n_dislike, "n_dislike", 0)
+    n_like, n_dislike = (
+        as_int(n_like, "n_like", lo=0),
+        as_int(n_dislike, "n_dislike", lo=0),
+    )
     if n_like + n_dislike > n_topics:
         raise ValueError(f"n_like + n_dislike must be <= n_topics ({n_topics})")
-    noise, leak = _prob(noise, "noise"), _prob(leak, "leak")
-    sigma = _prob(sigma, "sigma", hi=10.0)
-    n_targets, seed = _int(n_targets, "n_targets"), _int(seed, "seed", 0)
+    noise, leak = (
+        as_float(noise, "noise", lo=0.0, hi=1.0),
+        as_float(leak, "leak", lo=0.0, hi=1.0),
+    )
+    sigma = as_float(sigma, "sigma", lo=0.0, hi=10.0)
+    n_targets, seed = as_int(n_targets, "n_targets", lo=1), as_int(seed, "seed", lo=0)
     rng = np.random.default_rng(seed)
 
     words = _pseudo_words(n_topics * words_per_topic + n_filler, 12345)
@@ -216,8 +209,11 @@ def split_users(
     n_users: int, frac_val: float = 0.15, frac_test: float = 0.25, seed: int = 0
 ) -> dict[str, np.ndarray]:
     """Disjoint train / val / test user ids (a seeded permutation)."""
-    n_users = _int(n_users, "n_users", 3)
-    frac_val, frac_test = _prob(frac_val, "frac_val"), _prob(frac_test, "frac_test")
+    n_users = as_int(n_users, "n_users", lo=3)
+    frac_val, frac_test = (
+        as_float(frac_val, "frac_val", lo=0.0, hi=1.0),
+        as_float(frac_test, "frac_test", lo=0.0, hi=1.0),
+    )
     if frac_val + frac_test >= 1:
         raise ValueError("frac_val + frac_test must be < 1")
     perm = np.random.default_rng(seed).permutation(n_users)
@@ -282,7 +278,7 @@ def discover_topics(
         raise ValueError(
             f"x must be a finite 2-d array (n_items, n_features), got shape {x.shape}"
         )
-    ks = [_int(k, "k", 2) for k in k_grid]
+    ks = [as_int(k, "k", lo=2) for k in k_grid]
     if not ks or max(ks) >= len(x):
         raise ValueError(f"k_grid must be non-empty with every k < n_items ({len(x)})")
     fits, scores = {}, {}
@@ -347,15 +343,18 @@ def build_sketch(
     if not np.issubdtype(topics.dtype, np.integer):
         raise TypeError(f"topics must be integer topic ids, got dtype {topics.dtype}")
     n_topics, L, min_count = (
-        _int(n_topics, "n_topics"),
-        _int(L, "L", 0),
-        _int(min_count, "min_count"),
+        as_int(n_topics, "n_topics", lo=1),
+        as_int(L, "L", lo=0),
+        as_int(min_count, "min_count", lo=1),
     )
     if topics.min() < 0 or topics.max() >= n_topics:
         raise ValueError(f"topic ids must lie in [0, {n_topics})")
-    if not np.isfinite(ratings).all():
-        raise ValueError("ratings must be finite")
-    delta = _prob(delta, "delta", hi=4.0)
+    if not np.isfinite(ratings).all() or ratings.min() < 1 or ratings.max() > 5:
+        raise ValueError(
+            f"ratings must be finite and on the 1..5 scale, got range "
+            f"[{ratings.min():g}, {ratings.max():g}]"
+        )
+    delta = as_float(delta, "delta", lo=0.0, hi=4.0)
     count = np.bincount(topics, minlength=n_topics)
     total = np.bincount(topics, weights=ratings, minlength=n_topics)
     d = np.where(count > 0, total / np.maximum(count, 1), 0.0) - ratings.mean()
@@ -380,7 +379,7 @@ def raw_history_tokens(desc_len: int, n_items) -> np.ndarray:
         raise TypeError(f"n_items must hold integer counts, got dtype {n.dtype}")
     if n.size and n.min() < 0:
         raise ValueError(f"n_items must be >= 0, got min {n.min()}")
-    return n * (_int(desc_len, "desc_len") + 1)
+    return n * (as_int(desc_len, "desc_len", lo=1) + 1)
 
 
 # ------------------------------------------------------------------------ the exercise

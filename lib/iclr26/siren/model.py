@@ -22,8 +22,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..revisual_r1.grpo import grpo_advantages
-from .data import Sketch, _int
+from ..grpo import grpo_advantages, grpo_loss
+from ..validate import as_int
+from .data import Sketch
 
 SPECIALS = (
     "<pad>",
@@ -90,7 +91,7 @@ def sketch_prompts(
         )
     if end not in (ANS, COT):
         raise ValueError("end must be ANS or COT")
-    L = _int(L, "L", 0)
+    L = as_int(L, "L", lo=0)
     _check_topics(cand, vocab)
     head = torch.full((len(cand), 2 * L + 3), PAD, dtype=torch.long)
     head[:, 0], head[:, 1], head[:, L + 2] = BOS, LIKE, DISLIKE
@@ -186,10 +187,10 @@ class TinyRecTransformer(nn.Module):
     ):
         super().__init__()
         vocab_size, d, layers, heads = (
-            _int(vocab_size, "vocab_size", 2),
-            _int(d, "d"),
-            _int(layers, "layers"),
-            _int(heads, "heads"),
+            as_int(vocab_size, "vocab_size", lo=2),
+            as_int(d, "d", lo=1),
+            as_int(layers, "layers", lo=1),
+            as_int(heads, "heads", lo=1),
         )
         if d % heads:
             raise ValueError(f"d ({d}) must be divisible by heads ({heads})")
@@ -264,7 +265,7 @@ def _check_ratings(y: torch.Tensor, name: str) -> None:
 
 
 def _steps_lr(steps, lr, batch):
-    steps, batch = _int(steps, "steps", 0), _int(batch, "batch")
+    steps, batch = as_int(steps, "steps", lo=0), as_int(batch, "batch", lo=1)
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1:
         raise ValueError(f"lr must be a float in (0, 1), got {lr!r}")
     return steps, float(lr), batch
@@ -354,7 +355,7 @@ def generate_cot(
     Returns (N, 3) token ids: the tokens appended to the prompts.
     k: the number of topics, 1 <= k <= topic slots."""
     seq = _long(prompts, "prompts").to(model.tok.weight.device)
-    k = _int(k, "k")
+    k = as_int(k, "k", lo=1)
     if TOPIC0 + k > model.tok.num_embeddings:
         raise ValueError(
             f"k={k} topics do not fit the model's vocabulary of "
@@ -397,7 +398,7 @@ def cot_logprob(
 def sketch_stance(sketches: list[Sketch], k: int) -> torch.Tensor:
     """(N, k): the stance each sketch states for each topic (like / dislike /
     neutral)."""
-    k = _int(k, "k")
+    k = as_int(k, "k", lo=1)
     table = torch.full((len(sketches), k), S_NEUTRAL, dtype=torch.long)
     for i, s in enumerate(sketches):
         if any(not 0 <= t < k for t in s.liked + s.disliked):
@@ -508,9 +509,23 @@ def train_cot_grpo(
     pi(chain_ij) with A the group-normalised advantage (one on-policy step per batch, so
     the PPO ratio is 1 and needs no clipping). Returns the mean reward per step."""
     steps, lr, batch = _steps_lr(steps, lr, batch)
-    group = _int(group, "group", 2)
+    group = as_int(group, "group", lo=2)
+    k = as_int(k, "k", lo=1)
     dev = model.tok.weight.device
     prompts = _long(prompts, "prompts").to(dev)
+    y, cand_topic = _long(y, "y"), _long(cand_topic, "cand_topic")
+    stance_table = _long(stance_table, "stance_table")
+    n = len(prompts)
+    if prompts.ndim != 2 or y.shape != (n,) or cand_topic.shape != (n,):
+        raise ValueError(
+            f"prompts must be (N, T) and y, cand_topic (N,), got {tuple(prompts.shape)}"
+            f", {tuple(y.shape)}, {tuple(cand_topic.shape)}"
+        )
+    if stance_table.shape != (n, k):
+        raise ValueError(
+            f"stance_table must be (N, k) = ({n}, {k}), got {tuple(stance_table.shape)}"
+        )
+    _check_ratings(y, "y")
     y, cand_topic, stance_table = y.to(dev), cand_topic.to(dev), stance_table.to(dev)
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -527,7 +542,7 @@ def train_cot_grpo(
         adv = grpo_advantages(r.view(batch, group).cpu()).view(-1).to(dev)
         model.train()
         lp, _ = cot_logprob(model, prompts[idx], cot, k)
-        loss = -(adv * lp).mean()
+        loss = grpo_loss(lp, adv)  # one on-policy step: -mean(A * grad log pi)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -558,25 +573,53 @@ def cot_ratings(cots: torch.Tensor) -> torch.Tensor:
 
 # ------------------------------------------------------------------------ cost
 @torch.no_grad()
+def generate_tokens(
+    model: TinyRecTransformer, prompts: torch.Tensor, n_tokens: int
+) -> torch.Tensor:
+    """Greedy, unconstrained decoding of ``n_tokens`` tokens after each prompt, without
+    a KV cache (each token is a forward pass over the whole prefix): a chain of thought
+    of that length, as far as its cost goes. Returns the (N, n_tokens) appended
+    tokens."""
+    seq = _long(prompts, "prompts").to(model.tok.weight.device)
+    n_tokens = as_int(n_tokens, "n_tokens", lo=1)
+    if seq.ndim != 2 or not len(seq) or seq.shape[1] + n_tokens > model.max_len:
+        raise ValueError(
+            f"prompts must be a non-empty (N, T) tensor with T + n_tokens <= "
+            f"{model.max_len}, got shape {tuple(seq.shape)} and n_tokens={n_tokens}"
+        )
+    t0 = seq.shape[1]
+    model.eval()
+    for _ in range(n_tokens):
+        nxt = model(seq)[0][:, -1].argmax(-1)
+        seq = torch.cat([seq, nxt[:, None]], dim=1)
+    return seq[:, t0:]
+
+
+@torch.no_grad()
 def measure_latency(
     model: TinyRecTransformer,
     prompts: torch.Tensor,
     mode: str,
     k: int,
     repeats: int = 1,
+    n_tokens: int | None = None,
 ) -> dict:
     """Seconds per prediction at batch 1, and the generated tokens / forward passes each
     prediction costs, as COUNTED while decoding (tokens returned per prompt; calls of
-    the model's forward, by a hook). mode: "answer" (one rating token) or "cot" (the
-    chain, no KV cache)."""
-    if mode not in ("answer", "cot"):
-        raise ValueError(f"mode must be 'answer' or 'cot', got {mode!r}")
+    the model's forward, by a hook). mode: "answer" (one rating token), "cot" (the
+    3-token chain, no KV cache) or "long" (``n_tokens`` tokens of unconstrained greedy
+    decoding, no KV cache: a chain of thought of that length, :func:`generate_tokens`).
+    """
+    if mode not in ("answer", "cot", "long"):
+        raise ValueError(f"mode must be 'answer', 'cot' or 'long', got {mode!r}")
+    if (mode == "long") != (n_tokens is not None):
+        raise ValueError("give n_tokens with mode='long', and only then")
     if _long(prompts, "prompts").ndim != 2 or not len(prompts):
         raise ValueError(
             f"prompts must be a non-empty (N, T) tensor, got shape "
             f"{tuple(prompts.shape)}"
         )
-    repeats = _int(repeats, "repeats")
+    repeats = as_int(repeats, "repeats", lo=1)
     calls = [0]
     hook = model.register_forward_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
     model.eval()
@@ -586,11 +629,12 @@ def measure_latency(
         for _ in range(repeats):
             for i in range(len(prompts)):
                 p = prompts[i : i + 1]
-                out = (
-                    predict_answer(model, p)
-                    if mode == "answer"
-                    else generate_cot(model, p, k)
-                )
+                if mode == "answer":
+                    out = predict_answer(model, p)
+                elif mode == "cot":
+                    out = generate_cot(model, p, k)
+                else:
+                    out = generate_tokens(model, p, n_tokens)
                 tokens += out.numel()  # (1,) rating or (1, n_gen) appended tokens
         dt = time.perf_counter() - t0
     finally:

@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..core import seeded
+from ..validate import as_int
 from . import model as M
-from .data import RecSys, Sketch, _int, build_sketch
+from .data import RecSys, Sketch, build_sketch
 
 
 def user_examples(
@@ -60,7 +62,7 @@ def recent_sketches(
     each user's LAST K history items only, so that the long-term aggregation is removed
     and nothing else. min_count 1 by default: with 16 items a topic is seen
     about twice."""
-    K = _int(K, "K")
+    K = as_int(K, "K", lo=1)
     if K > min(len(h) for h in data.hist_items):
         raise ValueError(f"K={K} exceeds the shortest history")
     return [
@@ -85,7 +87,7 @@ def truncated_inputs(
     vocab: M.Vocab,
 ) -> torch.Tensor:
     """Recent-K truncation: the K most recent history items of each user, as prompts."""
-    K = _int(K, "K")
+    K = as_int(K, "K", lo=1)
     if K > min(len(h) for h in data.hist_items):
         raise ValueError(f"K={K} exceeds the shortest history")
     ht = np.stack([labels[data.hist_items[u][-K:]] for u in uu])
@@ -121,11 +123,9 @@ def fit_answer(
     best = None
     by_lr = {}
     for lr in lrs:
-        torch.manual_seed(seed)
-        if init is None:
+        with seeded(seed):  # the same initial weights for every lr and arm
             model = M.TinyRecTransformer(vocab.size, d=d, layers=layers, heads=2)
-        else:
-            model = M.TinyRecTransformer(vocab.size, d=d, layers=layers, heads=2)
+        if init is not None:
             model.load_state_dict(init.state_dict())
         model.to(device or "cpu")
         M.train_answer(
@@ -165,7 +165,7 @@ def topic_mean_predict(
     pseudo-ratings, rounded: round((sum + 3 prior) / (n + prior)).
     K=None: whole history."""
     if K is not None:
-        K = _int(K, "K")
+        K = as_int(K, "K", lo=1)
     if isinstance(prior, bool) or not isinstance(prior, (int, float, np.floating)):
         raise TypeError(f"prior must be a float, got {type(prior).__name__}")
     if not (np.isfinite(prior) and prior >= 0):
@@ -177,3 +177,37 @@ def topic_mean_predict(
         r = data.hist_ratings[u][h][on]
         out[j] = (r.sum() + 3 * prior) / (len(r) + prior) if len(r) + prior > 0 else 3.0
     return torch.as_tensor(np.clip(np.rint(out), 1, 5)).long()
+
+
+def oracle_sketches(
+    data: RecSys, labels: np.ndarray, k: int, L: int = 3
+) -> list[Sketch]:
+    """Every user's sketch as the generator planted it (an oracle, for the chapter's
+    planted case): liked, the clusters whose items' planted topic (their majority) the
+    user likes; disliked, those whose planted topic the user dislikes; at most L a side,
+    lowest cluster id first. labels: (n_items,) the discovered clusters, 0..k-1."""
+    labels = np.asarray(labels)
+    k, L = as_int(k, "k", lo=1), as_int(L, "L", lo=0)
+    if labels.shape != data.item_topic.shape or not np.issubdtype(
+        labels.dtype, np.integer
+    ):
+        raise ValueError(
+            f"labels must be (n_items,) = {data.item_topic.shape} integer cluster ids"
+        )
+    if labels.min() < 0 or labels.max() >= k:
+        raise ValueError(f"cluster ids must lie in [0, {k})")
+    topic = np.array(
+        [
+            np.bincount(data.item_topic[labels == c], minlength=data.n_topics).argmax()
+            if (labels == c).any()
+            else -1
+            for c in range(k)
+        ]
+    )
+    out = []
+    for u in range(data.n_users):
+        stance = np.where(topic >= 0, data.pref[u, np.maximum(topic, 0)], 0)
+        liked = tuple(int(c) for c in np.flatnonzero(stance > 0)[:L])
+        disliked = tuple(int(c) for c in np.flatnonzero(stance < 0)[:L])
+        out.append(Sketch(liked, disliked))
+    return out
