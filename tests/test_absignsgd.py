@@ -39,7 +39,8 @@ from iclr26.absignsgd import (
     wire_signs,
     worker_block_gradients,
 )
-from iclr26.harness import mlp, optimizer_state_bytes
+from iclr26.absignsgd.distributed import train_mv_simulated
+from iclr26.harness import Split, mlp, optimizer_state_bytes
 
 SIZES = [8, 7, 6, 5, 4]  # 4 Linear blocks
 
@@ -552,3 +553,37 @@ def test_train_val_split_is_stratified_and_disjoint():
         train_val_split(train, 1.0)
     with pytest.raises(TypeError):
         train_val_split((train.x, train.y))
+
+
+def _seeded_draws(order):
+    """The package's seeded draws (a uniform schedule, BAdam's random order, the
+    validation split, a simulated vote run), in the given order, with an unrelated
+    draw from torch's global generator between them."""
+    x, y = data(n=60)
+    train = Split(x, y)
+    out = {}
+    for name in order:
+        if name == "uniform":
+            s = UniformSchedule(6, torch.Generator().manual_seed(3))
+            out[name] = torch.tensor([s() for _ in range(50)])
+        elif name == "badam":
+            g = torch.Generator().manual_seed(4)
+            s = BAdamSchedule(6, 2, order="random", generator=g)
+            out[name] = torch.tensor([s() for _ in range(50)])
+        elif name == "split":
+            out[name] = train_val_split(train, 0.2, seed=5)[1].y
+        else:
+            run = train_mv_simulated(
+                [SIZES[0], 6, SIZES[-1]], x, y, 3, 5, 8, 1e-2, seed=6
+            )
+            out[name] = run["params"][0]
+        torch.randn(5)  # a draw from the global generator between the calls
+    return out
+
+
+def test_seeded_draws_do_not_depend_on_call_order_or_global_state():
+    a = _seeded_draws(["uniform", "badam", "split", "vote"])
+    torch.manual_seed(999)
+    b = _seeded_draws(["vote", "split", "badam", "uniform"])
+    for k in a:
+        assert torch.equal(a[k], b[k]), k

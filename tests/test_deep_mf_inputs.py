@@ -77,8 +77,12 @@ def test_other_bad_inputs():
         train_gd(fs, M, 0.5 * mask)
     with pytest.raises(ValueError, match="NaN"):
         train_gd(fs, M * float("nan"), mask)
-    with pytest.raises(TypeError, match="lr"):
+    with pytest.raises(ValueError, match="lr must be finite"):
         train_gd(fs, M, mask, lr=float("nan"))
+    with pytest.raises(TypeError, match="lr must be a real number"):
+        train_gd(fs, M, mask, lr="0.05")
+    with pytest.raises(ValueError, match="lr must lie in"):
+        train_gd(fs, M, mask, lr=0.0)
     with pytest.raises(TypeError, match="torch.Tensor"):
         train_gd(fs, M.tolist(), mask)
     with pytest.raises(ValueError, match="non-empty"):

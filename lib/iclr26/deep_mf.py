@@ -17,12 +17,12 @@ Shapes: a run's factor W_k is (n, n) (full width), a batch of them (R, n, n);
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import torch
 
 from .core import ExerciseVerdict, grade_exercise
+from .validate import as_float, as_int
 
 Tensor = torch.Tensor
 
@@ -31,8 +31,13 @@ Tensor = torch.Tensor
 # measuring rank
 # --------------------------------------------------------------------------------------
 def singular_values(W: Tensor) -> Tensor:
-    """Singular values, largest first. W: (..., n, m) → (..., min(n, m))."""
+    """Singular values, largest first. W: (..., n, m) → (..., min(n, m)), finite."""
     _check_matrix(W, "W")
+    if not bool(torch.isfinite(W).all()):
+        raise ValueError(
+            "W holds NaN or infinite values: its singular values are undefined "
+            "(a diverged run?)"
+        )
     return torch.linalg.svdvals(W)
 
 
@@ -42,8 +47,15 @@ def effective_rank(W: Tensor, eps: float = 1e-12) -> Tensor:
 
     Equals k for a matrix with k equal non-zero singular values, so erank(I_n) = n and
     erank(u vᵀ) = 1; between those it varies smoothly, unlike the numerical rank.
+    A zero matrix has no effective rank (p is 0/0): it is a ``ValueError``, as is a
+    matrix with NaN or infinite entries.
     """
     s = singular_values(W)
+    if bool((s.amax(-1) == 0).any()):
+        raise ValueError(
+            "the effective rank of a zero matrix is undefined (its normalised "
+            "singular values are 0/0); W holds at least one all-zero matrix"
+        )
     p = s / s.sum(-1, keepdim=True).clamp_min(eps)
     # H(p) = −Σ p log p (0 log 0 = 0)
     entropy = -(p * torch.log(p.clamp_min(eps))).sum(-1)
@@ -55,7 +67,7 @@ def effective_rank(W: Tensor, eps: float = 1e-12) -> Tensor:
 # --------------------------------------------------------------------------------------
 def diag_mask(n: int, dtype: torch.dtype = torch.float64, device=None) -> Tensor:
     """Ω = the diagonal: an (n, n) 0/1 mask."""
-    _check_n(n)
+    as_int(n, "n", lo=1)
     return torch.eye(n, dtype=dtype, device=device)
 
 
@@ -64,7 +76,7 @@ def block_diag_mask(
 ) -> Tensor:
     """Ω = diagonal blocks of size ``block`` (which must divide n): an (n, n)
     0/1 mask."""
-    _check_n(n)
+    as_int(n, "n", lo=1)
     if not isinstance(block, int) or block < 1 or n % block:
         raise ValueError(f"block must be a positive int dividing n={n}, got {block}")
     idx = torch.arange(n, device=device) // block
@@ -81,9 +93,8 @@ def random_mask(
 ) -> Tensor:
     """The diagonal (if ``include_diag``) plus each off-diagonal entry observed with
     probability ``frac``. Returns an (n, n) 0/1 mask."""
-    _check_n(n)
-    if not 0.0 <= frac <= 1.0:
-        raise ValueError(f"frac must lie in [0, 1], got {frac}")
+    as_int(n, "n", lo=1)
+    frac = as_float(frac, "frac", lo=0.0, hi=1.0)
     extra = (torch.rand(n, n, generator=generator) < frac).to(dtype)
     eye = torch.eye(n, dtype=dtype)
     mask = extra * (1 - eye) + (eye if include_diag else 0 * eye)
@@ -112,11 +123,9 @@ def init_factors(
         invariant set of diagonal matrices.
     ``scale`` may be a float or an (n_runs,) tensor (one scale per run, for sweeps).
     """
-    if not isinstance(n_runs, int) or n_runs < 1:
-        raise ValueError(f"n_runs must be a positive int, got {n_runs}")
-    _check_n(n)
-    if not isinstance(depth, int) or depth < 1:
-        raise ValueError(f"depth must be a positive int, got {depth}")
+    as_int(n_runs, "n_runs", lo=1)
+    as_int(n, "n", lo=1)
+    as_int(depth, "depth", lo=1)
     if init not in ("random", "diag"):
         raise ValueError(f"init must be 'random' or 'diag', got {init!r}")
     scale = torch.as_tensor(scale, dtype=dtype).reshape(-1)
@@ -256,18 +265,11 @@ def train_gd(
             raise ValueError(f"{name} contains NaN or infinite values")
     if not bool(((mask == 0) | (mask == 1)).all()):
         raise ValueError("mask must hold only 0s and 1s")
-    _check_int(max_steps, "max_steps")
-    _check_int(record_every, "record_every")
-    for name, v in (("lr", lr), ("tol", tol)):
-        if (
-            isinstance(v, bool)
-            or not isinstance(v, numbers.Real)
-            or not v == v
-            or abs(v) == float("inf")
-        ):
-            raise TypeError(f"{name} must be a finite float, got {v!r}")
-    if lr <= 0 or tol < 0:
-        raise ValueError(f"lr must be > 0 and tol >= 0, got lr={lr}, tol={tol}")
+    # an int, never a float: 1e4 would silently change the step count
+    as_int(max_steps, "max_steps", lo=1)
+    as_int(record_every, "record_every", lo=1)
+    lr = as_float(lr, "lr", lo=0.0, open_lo=True)
+    tol = as_float(tol, "tol", lo=0.0)
     factors = [F.clone() for F in factors]
     steps, losses, svals = [], [], []
     step = 0
@@ -352,7 +354,7 @@ def rank_one_target(
 ) -> Tensor:
     """M = u uᵀ / max(u)² with u_i = 0.5 + |N(0, 1)|: rank one, positive, largest entry
     1. (n, n)."""
-    _check_n(n)
+    as_int(n, "n", lo=1)
     u = 0.5 + torch.randn(n, generator=generator, dtype=dtype).abs()
     return torch.outer(u, u) / u.max() ** 2
 
@@ -503,21 +505,6 @@ def _grad_hint(fn, depth, factors, M, mask) -> str:
         "and check each matrix product's shapes against a non-square test case on "
         "paper."
     )
-
-
-def _check_n(n) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
-
-
-def _check_int(v, name: str) -> None:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(
-            f"{name} must be a positive int (a float such as 1e4 is refused: "
-            f"it would silently change the step count), got {v!r}"
-        )
-    if v < 1:
-        raise ValueError(f"{name} must be >= 1, got {v}")
 
 
 def _check_factors(factors) -> None:

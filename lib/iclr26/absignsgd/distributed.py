@@ -32,6 +32,7 @@ import torch.distributed as dist
 from torch import nn
 
 from ..harness import batch_indices, mlp
+from ..validate import as_int
 from .measure import linear_blocks
 from .optim import ABSignSGD
 from .schedules import DepthBiasedSchedule
@@ -145,8 +146,7 @@ def _check_run(sizes, x, y, steps, batch, n_workers):
     if x.shape[1] != sizes[0]:
         raise ValueError(f"x has {x.shape[1]} features but sizes[0] = {sizes[0]}")
     for name, v in (("steps", steps), ("batch", batch), ("n_workers", n_workers)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+        as_int(v, name, lo=1)
 
 
 def train_mv_simulated(

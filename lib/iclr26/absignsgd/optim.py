@@ -3,19 +3,13 @@ block-wise Adam baseline)."""
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Callable, Iterable, Sequence
 
 import torch
 from torch import nn
 
+from ..validate import as_float
 from .schedules import DepthBiasedSchedule
-
-
-def _real(x) -> bool:
-    """A real number (Python or NumPy scalar), not a bool."""
-    return isinstance(x, numbers.Real) and not isinstance(x, bool)
 
 
 def _check_blocks(blocks) -> list[list[nn.Parameter]]:
@@ -75,12 +69,7 @@ class _BlockOptimizer(torch.optim.Optimizer):
 
     def __init__(self, blocks, defaults: dict, schedule):
         blocks = _check_blocks(blocks)
-        lr = defaults["lr"]
-        if not _real(lr):
-            raise TypeError(f"lr must be a real number, got {type(lr).__name__}")
-        if not (math.isfinite(lr) and lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-        defaults["lr"] = float(lr)
+        defaults["lr"] = as_float(defaults["lr"], "lr", lo=0.0, open_lo=True)
         if schedule is None:
             schedule = DepthBiasedSchedule(len(blocks))
         self.schedule = _check_schedule(schedule, len(blocks))
@@ -151,17 +140,8 @@ class ABSignSGD(_BlockOptimizer):
         schedule=None,
         weight_decay: float = 0.0,
     ):
-        if not _real(weight_decay):
-            raise TypeError(
-                f"weight_decay must be a real number, got {type(weight_decay).__name__}"
-            )
-        if not (math.isfinite(weight_decay) and weight_decay >= 0):
-            raise ValueError(
-                f"weight_decay must be a finite number >= 0, got {weight_decay!r}"
-            )
-        super().__init__(
-            blocks, dict(lr=lr, weight_decay=float(weight_decay)), schedule
-        )
+        weight_decay = as_float(weight_decay, "weight_decay", lo=0.0)
+        super().__init__(blocks, dict(lr=lr, weight_decay=weight_decay), schedule)
 
     @torch.no_grad()
     def step(self, closure: Callable[[], torch.Tensor] | None = None):

@@ -5,29 +5,21 @@ coding exercise."""
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Callable, Sequence
 
 import torch
 
 from ..core import ExerciseVerdict, grade_exercise
+from ..validate import as_float, as_int
 
 
 def _check_n_blocks(n_blocks, name: str = "n_blocks") -> int:
-    if isinstance(n_blocks, bool) or not isinstance(n_blocks, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(n_blocks).__name__}")
-    if n_blocks < 1:
-        raise ValueError(f"{name} must be >= 1, got {n_blocks}")
-    return int(n_blocks)
+    return as_int(n_blocks, name, lo=1)
 
 
 def _check_c(c) -> float:
     """The bias c: any real number (Python or NumPy scalar), finite and >= 0."""
-    if isinstance(c, bool) or not isinstance(c, numbers.Real):
-        raise TypeError(f"c must be a real number, got {type(c).__name__}")
-    if not (math.isfinite(c) and c >= 0):
-        raise ValueError(f"c must be finite and >= 0, got {c!r}")
-    return float(c)
+    return as_float(c, "c", lo=0.0)
 
 
 def depth_biased_tau(n_blocks: int, c: float = 10.0) -> torch.Tensor:

@@ -7,7 +7,7 @@ from typing import Callable
 
 import torch
 
-from .optim import STD_MODES, _check_hparams, rademacher
+from .optim import STD_MODES, _check_hparams, need_generator, rademacher
 
 # --------------------------------------------------------------------------------------
 # Vectorised one-step estimators on a plain function (the derivation's checks)
@@ -73,8 +73,10 @@ def fzoo_deltas(
     """``draws`` independent FZOO updates at ``theta`` on the batched function ``f``.
 
     f maps (..., d) → (...); theta: (d,). Returns Δ: (draws, d).
-    All ``draws × N`` perturbed losses are one call to ``f``.
+    All ``draws × N`` perturbed losses are one call to ``f``. ``generator`` (required)
+    draws the perturbations.
     """
+    need_generator(generator, "fzoo_deltas")
     _check_fn_theta(f, theta)
     _check_hparams(lr, eps)
     if n_perturb < 2 or draws < 1:
@@ -100,8 +102,10 @@ def mezo_deltas(
     """``draws`` independent MeZO updates ``Δ = −η (f(θ+εz) − f(θ−εz))/(2ε) z``
     at ``theta``.
 
-    f maps (..., d) → (...); theta: (d,). Returns Δ: (draws, d).
+    f maps (..., d) → (...); theta: (d,). Returns Δ: (draws, d). ``generator``
+    (required) draws the directions.
     """
+    need_generator(generator, "mezo_deltas")
     _check_fn_theta(f, theta)
     _check_hparams(lr, eps)
     z = torch.randn(

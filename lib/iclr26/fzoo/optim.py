@@ -19,13 +19,26 @@ DISTS = ("rademacher", "gaussian")
 # --------------------------------------------------------------------------------------
 
 
+def need_generator(generator, what: str = "this draw") -> torch.Generator:
+    """``generator`` itself, or a ``TypeError``: the package never draws from torch's
+    global generator, so that a result depends on its seed alone."""
+    if not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"{what} needs a torch.Generator (the library draws nothing from torch's "
+            f"global generator), got {type(generator).__name__}"
+        )
+    return generator
+
+
 def rademacher(
     shape: tuple[int, ...] | torch.Size,
-    generator: torch.Generator | None = None,
+    generator: torch.Generator,
     device: torch.device | str | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> torch.Tensor:
-    """A tensor of ``shape`` with independent entries ±1, each with probability 1/2."""
+    """A tensor of ``shape`` with independent entries ±1, each with probability 1/2,
+    drawn from ``generator`` (required)."""
+    need_generator(generator, "rademacher")
     u = torch.randint(
         0, 2, tuple(shape), generator=generator, device=device, dtype=dtype
     )
@@ -97,6 +110,25 @@ def _loss_value(loss) -> float:
     )
 
 
+def _check_params(params: list[torch.Tensor], name: str) -> None:
+    """Zeroth-order optimisers move parameters by ±ε: they must be floating point."""
+    bad = [tuple(p.shape) for p in params if not p.is_floating_point()]
+    if bad:
+        raise TypeError(
+            f"{name} perturbs its parameters by ±eps, so they must be floating-point "
+            f"tensors; got integer or bool parameters of shapes {bad}"
+        )
+
+
+def _finite_loss(value: float, what: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(
+            f"the closure returned a non-finite loss ({value}) at {what}; the "
+            "parameters were restored and no step was taken (lower lr or eps?)"
+        )
+    return value
+
+
 def _check_hparams(lr: float, eps: float) -> None:
     if not (isinstance(lr, (int, float)) and lr >= 0 and math.isfinite(lr)):
         raise ValueError(f"lr must be a finite number >= 0, got {lr!r}")
@@ -118,7 +150,9 @@ class FZOO(torch.optim.Optimizer):
     the paper's N − 1). Perturbations are regenerated from seeds; the parameters are
     restored by subtracting the same ``εu_i`` (exact up to one rounding per entry, as in
     MeZO). When ``σ = 0`` (all perturbed losses equal) the update is skipped instead of
-    dividing by zero.
+    dividing by zero. A closure that raises leaves the parameters where they were; a
+    non-finite loss is a ``ValueError`` (parameters restored, no step taken), and so is
+    a parameter that is not floating point (a ``TypeError``, at construction).
 
     After a step, ``self.last`` holds ``l0`` (float), ``losses`` (N,), ``sigma`` and
     ``coeffs`` (N,).
@@ -146,6 +180,7 @@ class FZOO(torch.optim.Optimizer):
         if std_mode not in STD_MODES:
             raise ValueError(f"std_mode must be one of {STD_MODES}, got {std_mode!r}")
         super().__init__(params, dict(lr=lr, eps=eps))
+        _check_params(self._params_and("lr", 1.0)[0], "FZOO")
         self.n_perturb, self.std_mode = n_perturb, std_mode
         self.seed_generator = torch.Generator().manual_seed(int(seed))
         self.forward_passes = 0
@@ -174,11 +209,14 @@ class FZOO(torch.optim.Optimizer):
         params, plus = self._params_and("eps", +1.0)
         _, minus = self._params_and("eps", -1.0)
         losses = []
-        for s in seeds:
+        for i, s in enumerate(seeds):
             perturb_(params, s, plus)  # θ + ε u_i
-            losses.append(_loss_value(closure()))  # l_i = L(θ + ε u_i)
-            perturb_(params, s, minus)  # back to θ
-        l0 = _loss_value(closure())  # l_0 = L(θ)
+            try:
+                loss = _loss_value(closure())  # l_i = L(θ + ε u_i)
+            finally:  # back to θ, even if the closure raised
+                perturb_(params, s, minus)
+            losses.append(_finite_loss(loss, f"perturbation {i}"))
+        l0 = _finite_loss(_loss_value(closure()), "the unperturbed point")  # l_0 = L(θ)
         self.forward_passes += self.n_perturb + 1
         losses_t = torch.tensor(losses, dtype=torch.float64)
         sigma = float(
@@ -220,6 +258,7 @@ class MeZO(torch.optim.Optimizer):
         if dist not in DISTS:
             raise ValueError(f"dist must be one of {DISTS}, got {dist!r}")
         super().__init__(params, dict(lr=lr, eps=eps))
+        _check_params(self._params_and("lr", 1.0)[0], "MeZO")
         self.dist = dist
         self.seed_generator = torch.Generator().manual_seed(int(seed))
         self.forward_passes = 0
@@ -239,10 +278,18 @@ class MeZO(torch.optim.Optimizer):
         (s,) = draw_seeds(self.seed_generator, 1)
         params, eps = self._params_and("eps", 1.0)
         perturb_(params, s, eps, self.dist)  # θ + εz
-        loss_plus = _loss_value(closure())
+        try:
+            loss_plus = _loss_value(closure())
+        except BaseException:  # the closure raised: back to θ, then re-raise
+            perturb_(params, s, [-e for e in eps], self.dist)
+            raise
         perturb_(params, s, [-2 * e for e in eps], self.dist)  # θ − εz
-        loss_minus = _loss_value(closure())
-        perturb_(params, s, eps, self.dist)  # back to θ
+        try:
+            loss_minus = _loss_value(closure())
+        finally:  # back to θ, even if the closure raised
+            perturb_(params, s, eps, self.dist)
+        _finite_loss(loss_plus, "θ + εz")
+        _finite_loss(loss_minus, "θ − εz")
         self.forward_passes += 2
         g = (loss_plus - loss_minus) / (2 * eps[0]) if len(set(eps)) == 1 else None
         if g is None:

@@ -9,8 +9,9 @@ from typing import Callable
 import torch
 from torch import nn
 
+from ..validate import as_int
 from .estimators import fzoo_update_from_losses
-from .optim import FZOO, MeZO, rademacher
+from .optim import FZOO, MeZO, need_generator, rademacher
 
 # --------------------------------------------------------------------------------------
 # A flat-parameter MLP and a forward-pass-counting training loop
@@ -189,11 +190,6 @@ def flat_mlp_loss(
     return -logp.gather(-1, idx).squeeze(-1).mean(-1)  # (R, K)
 
 
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-
-
 def _check_runs(theta: torch.Tensor, lr: torch.Tensor, eps: float) -> None:
     if not torch.is_tensor(theta) or theta.dim() != 2:
         raise ValueError(
@@ -239,7 +235,8 @@ def fzoo_multi_step(
     _check_runs(theta, lr, eps)
     r, d = theta.shape
     if u is None:
-        _check_int("n_perturb", n_perturb, 2)
+        as_int(n_perturb, "n_perturb", lo=2)
+        need_generator(generator, "fzoo_multi_step without u")
         # (R, N, d)
         u = rademacher((r, n_perturb, d), generator, theta.device, theta.dtype)
     if u.dim() != 3 or u.shape[0] != r or u.shape[2] != d or u.shape[1] < 2:
@@ -268,6 +265,7 @@ def mezo_multi_step(
     _check_runs(theta, lr, eps)
     r, d = theta.shape
     if z is None:
+        need_generator(generator, "mezo_multi_step without z")
         z = torch.randn(
             (r, d), generator=generator, device=theta.device, dtype=theta.dtype
         )  # (R, d)
@@ -330,7 +328,7 @@ def train_many(
         ("n_perturb", n_perturb, 2),
         ("backward_cost", backward_cost, 0),
     ]:
-        _check_int(name, value, low)  # n_perturb = 1 would give σ = 0 and a frozen run
+        as_int(value, name, lo=low)  # n_perturb = 1: σ = 0 and a frozen run
     if not isinstance(generator, torch.Generator):
         raise TypeError(
             f"generator must be a torch.Generator, got {type(generator).__name__}"
