@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import classroom  # noqa: E402
-import colab  # noqa: E402
 
+import colab  # noqa: E402
 from iclr26.claims import chapters_in_toc  # noqa: E402
 
 CHAPTERS = chapters_in_toc(ROOT / "_toc.yml")
