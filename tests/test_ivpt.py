@@ -519,13 +519,6 @@ def test_calibration_tables_from_records(tmp_path):
         R.load(tmp_path / "nowhere")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="chapter 14's calibration grid (grids/14-ivpt.json, about 27 runs of the "
-    "chapter) has not been run through `tasks.py sweep 14 --grid` yet: the chapter's "
-    "calibration tables still come from the former runner's records "
-    "(results/calibration/14-ivpt-*.jsonl). Strict: once the records exist, it passes",
-)
 def test_chapter_shows_the_committed_calibration_tables():
     # the chapter's calibration tables are rendered from the runner's records in
     # results/calibration/14-ivpt/ (iclr26.ivpt.records), not typed by hand
