@@ -8,10 +8,10 @@ run and grade the student version three ways with otter itself.
 * with the reference solutions (otter's autograder notebook): full points;
 * with a wrong answer that runs (the reference's result perturbed): 1 point of 3 per
   check, and the feedback carries the check function's hint ("wrong: because ...");
-
-Not yet tested: a submission that returns the library's own answer (``return
-dmf.effective_rank(W)``) still scores full points; the checks cannot yet tell it from
-the student's own work.
+* with the library's own answer (``return dmf.effective_rank(W)``, :data:`CHEATS`): 0
+  points, and the feedback names the library function it called. Without the grader's
+  guard (``iclr26.grading.without_library``) every one of these scores full points
+  (``test_library_answers_pass_the_checks_unguarded`` shows it).
 
 Each grading runs only the slice of the chapter the graded cells need
 (:func:`exercise_slice`): the chapter's own cells that define a name the answers, their
@@ -71,6 +71,58 @@ def wrong_cell(reference: str, names: list[str]) -> str:
         for n in names
     )
     return reference.rstrip() + "\n" + PERTURB + wrappers
+
+
+# A submission that calls the book's own answer, for every exercise: stub function ->
+# (the library module, the body that returns its answer). Each scores "correct" on the
+# chapter's check itself (test_grading.py shows it), and must score 0 points in the
+# classroom kit.
+CHEATS = {
+    "my_effective_rank": ("deep_mf", "return lib.effective_rank(*args)"),
+    "my_factor_gradients": ("deep_mf", "return lib.factor_gradients(*args)[0]"),
+    "my_depth": (
+        "absignsgd.schedules",
+        "return lib.expected_backward_depth(lib.depth_biased_tau(*args))",
+    ),
+    "my_update": ("fzoo.exercises", "return lib.fzoo_update_from_losses(*args)"),
+    "my_theta": ("al_trees.core", "return lib.disagreement_coefficient(*args)[0]"),
+    "my_boost": ("ilnn.geometry", "return lib.boost_to_origin(*args)"),
+    "my_gl_weights": ("fsnn.kernels", "return lib.gl_weights(*args)"),
+    "my_cond_cov": ("behaviour_rnn.task", "return lib.conditional_cov(*args)"),
+    "my_spread": ("paano.evaluate", "return lib.patch_scores_to_points(*args)"),
+    "my_threshold": ("compmarkgs.exercise", "return lib.detection_threshold(*args)"),
+    "my_ause": ("horseshoe_splat.metrics", "return lib.ause(*args)"),
+    "my_depth_from_flow": (
+        "world_model_3wm.geometry",
+        "return lib.depth_from_flow(*args)",
+    ),
+    "my_soft_optimal": ("reward_distill.toy", "return lib.soft_optimal(*args)"),
+    "my_project_out": ("dial.metrics", "return lib.project_out(*args)"),
+    "my_concept_maps": ("ivpt.method", "return lib.concept_maps(*args)"),
+    "my_mask": ("gneissweb.dedup", "return lib.duplicate_mask(*args)"),
+    "my_acyc_grad": (
+        "sci_kg.graph",
+        "import torch\n"
+        "    return lib.acyclicity_grad(torch.from_numpy(args[0])).numpy()",
+    ),
+    "my_sketch": (
+        "siren.data",
+        "s = lib.build_sketch(*args)\n    return s.liked, s.disliked",
+    ),
+    "my_advantages": ("grpo", "return lib.grpo_advantages(*args)"),
+    "my_wjsd": ("chronoplay.drift", "return lib.weighted_jsd(*args)"),
+}
+
+
+def cheat_cell(names: list[str]) -> str:
+    out = []
+    for name in names:
+        module, body = CHEATS[name]
+        out.append(
+            f"def {name}(*args):\n    import iclr26.{module} as lib  # the book's own\n"
+            f"    {body}\n"
+        )
+    return "\n\n".join(out)
 
 
 def _names(source: str) -> tuple[set[str], set[str]] | None:
@@ -290,6 +342,25 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(
     assert wrong.total == expected, messages(wrong)
     assert 0 < wrong.total < wrong.possible
     assert "wrong: because" in messages(wrong)
+
+    # 4. The library's own answer: 0 points, and the feedback says why.
+    cheat_nb = nbformat.read(student_path, as_version=4)
+    stubs = [
+        c
+        for c in cheat_nb.cells
+        if c.cell_type == "code"
+        and "raise NotImplementedError" in c.source
+        and "def " in c.source
+    ]
+    for cell in stubs:
+        cell.source = cheat_cell(stub_names(cell.source))
+    exercise_slice(cheat_nb)
+    cheat_path = tmp_path / "library" / f"{chapter}.ipynb"
+    cheat_path.parent.mkdir()
+    nbformat.write(cheat_nb, cheat_path)
+    cheat = grade(cheat_path, folder)
+    assert cheat.total == 0, messages(cheat)
+    assert "calls the book's own" in messages(cheat)
     # The points, for a person to read (the closing note of a change quotes them).
     report = ROOT / "_build" / "classroom"
     report.mkdir(parents=True, exist_ok=True)
@@ -299,6 +370,7 @@ def test_assignment_grades_stubs_reference_and_wrong_answers(
                 "stub": stub.total,
                 "reference": reference.total,
                 "wrong": wrong.total,
+                "library": cheat.total,
                 "possible": stub.possible,
                 "grading_seconds": dict(SECONDS),
             }

@@ -98,24 +98,58 @@ def split_stub(source: str) -> tuple[str, list[str]]:
     return "\n".join(source.splitlines()[:end]).rstrip() + "\n", checks
 
 
-def _test_cells(name: str, check: str) -> list[nbformat.NotebookNode]:
-    """Two otter test cases for one ``check_...(fn)`` call: it runs; it is correct."""
+def _test_cells(
+    name: str, check: str, functions: list[str], allowed: list[str]
+) -> list[nbformat.NotebookNode]:
+    """Two otter test cases for one ``check_...(fn)`` call: it runs; it is correct.
+
+    Both run the check through :func:`iclr26.grading.without_library`, so a function
+    that calls the library's own answer scores neither (``functions``: the student's
+    function names the check takes; ``allowed``: the names the reference solution uses,
+    whose library functions the student may call too)."""
+    params = ", ".join(functions)
+    guarded = (
+        "from iclr26.grading import without_library as _kit_guard\n"
+        f"_verdict = _kit_guard(lambda {params}: {check}, [{params}], "
+        f"allowed={sorted(allowed)!r})\n"
+    )
     runs = (
         f'""" # BEGIN TEST CONFIG\npoints: {RUNS_POINTS}\n'
         f'success_message: "{name}: your function runs on the checker\'s inputs"\n'
         f'""" # END TEST CONFIG\n'
-        f"_verdict = {check}\n"
-        "assert _verdict.status != 'not done yet', str(_verdict)\n"
+        + guarded
+        + "assert _verdict.status != 'not done yet', str(_verdict)\n"
         "assert not _verdict.crashed, str(_verdict)"
     )
     correct = (
         f'""" # BEGIN TEST CONFIG\npoints: {CORRECT_POINTS}\n'
         f'success_message: "{name}: correct"\n'
         f'""" # END TEST CONFIG\n'
-        f"_verdict = {check}\n"
-        "assert _verdict.status == 'correct', str(_verdict)"
+        + guarded
+        + "assert _verdict.status == 'correct', str(_verdict)"
     )
     return [_code(runs), _code(correct)]
+
+
+def stub_functions(definitions: str) -> list[str]:
+    """The names of the functions a stub cell defines at its top level."""
+    return [
+        node.name
+        for node in ast.parse(definitions).body
+        if isinstance(node, ast.FunctionDef)
+    ]
+
+
+def reference_names(code: str) -> list[str]:
+    """Every name and attribute the reference solution mentions: the library helpers it
+    calls (``dmf.end_to_end``) are open to the student too."""
+    names = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+    return sorted(names)
 
 
 def _question(label: str, points: int | None, manual: bool) -> nbformat.NotebookNode:
@@ -267,8 +301,10 @@ def master_notebook(chapter_path: Path) -> nbformat.NotebookNode:
                 _code("\n".join(f"print({c})" for c in checks)),
                 _raw("# BEGIN TESTS"),
             ]
+            functions = stub_functions(definitions)
+            allowed = reference_names(e["code"])
             for check in checks:
-                cells += _test_cells(label, check)
+                cells += _test_cells(label, check, functions, allowed)
             cells += [_raw("# END TESTS"), _raw("# END QUESTION")]
         rest = text[pos:].strip()
         if rest:
