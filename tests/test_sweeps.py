@@ -66,3 +66,21 @@ def test_every_paper_claim_has_an_outcome(chapter):
     assert not unexplained, (
         f"{chapter}: held everywhere, reported, no reason: {unexplained}"
     )
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_recorded_run_declares_the_chapters_claims(chapter):
+    """The recorded run the scorecard reads (results/NN-slug.ci.json) measured the
+    claims the chapter declares now: a record of an older version of the chapter would
+    put that version's verdicts on the scorecard (`python3 tasks.py record NN`)."""
+    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
+    code = "\n".join(
+        "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
+    )
+    declared = re.findall(r'Claim\(\s*"([A-Za-z0-9_-]+)"', code)
+    record = json.loads((ROOT / "results" / f"{chapter}.ci.json").read_text())
+    recorded = [c["id"] for c in record["claims"]]
+    assert sorted(recorded) == sorted(declared), (
+        f"{chapter}: the record has {sorted(set(recorded) - set(declared))} that the "
+        f"chapter no longer declares and lacks {sorted(set(declared) - set(recorded))}"
+    )
