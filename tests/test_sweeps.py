@@ -21,13 +21,18 @@ CHAPTERS = chapters_in_toc(ROOT / "_toc.yml")
 SWEEPS = load_sweeps(ROOT / "results")
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_committed_sweep_backs_every_asserted_claim(chapter):
+def declared_claims(chapter: str) -> list[str]:
+    """The claim ids the chapter's code declares, in order."""
     nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
     code = "\n".join(
         "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
     )
-    declared = re.findall(r'Claim\(\s*"([A-Za-z0-9_-]+)"', code)
+    return re.findall(r'Claim\(\s*"([A-Za-z0-9_-]+)"', code)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_committed_sweep_backs_every_asserted_claim(chapter):
+    declared = declared_claims(chapter)
     problems = sweep_problems(
         chapter,
         SWEEPS.get(chapter),
@@ -73,11 +78,7 @@ def test_recorded_run_declares_the_chapters_claims(chapter):
     """The recorded run the scorecard reads (results/NN-slug.ci.json) measured the
     claims the chapter declares now: a record of an older version of the chapter would
     put that version's verdicts on the scorecard (`python3 tasks.py record NN`)."""
-    nb = json.loads((ROOT / "notebooks" / f"{chapter}.ipynb").read_text())
-    code = "\n".join(
-        "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
-    )
-    declared = re.findall(r'Claim\(\s*"([A-Za-z0-9_-]+)"', code)
+    declared = declared_claims(chapter)
     record = json.loads((ROOT / "results" / f"{chapter}.ci.json").read_text())
     recorded = [c["id"] for c in record["claims"]]
     assert sorted(recorded) == sorted(declared), (
