@@ -160,6 +160,7 @@ def generated_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
     from iclr26.scorecard import (
         chapter_counts,
         chapter_hashes,
+        load_paper_figures,
         load_sweeps,
         scorecard_markdown,
         scorecard_svg,
@@ -182,7 +183,10 @@ def generated_pages(results_dir: Path = ROOT / "results") -> dict[Path, str]:
     pages[ROOT / "book" / "scorecard.md"] = replace_between(
         page,
         "scorecard",
-        figure + scorecard_markdown(chapters, results, sweeps, hashes),
+        figure
+        + scorecard_markdown(
+            chapters, results, sweeps, hashes, load_paper_figures(results_dir)
+        ),
     )
     pages[ROOT / "book" / "scorecard.svg"] = scorecard_svg(
         chapters, results, sweeps, hashes

@@ -73,3 +73,38 @@ def test_generated_pages_are_up_to_date():
         if not path.is_file() or path.read_text() != text
     ]
     assert not stale, f"{stale} are out of date: run `python3 tasks.py generate`"
+
+
+def test_every_paper_claim_says_what_the_paper_reports():
+    """Each paper claim of each recorded run either declares the paper's figure
+    (``paper=``) or has an entry in results/paper-figures/<chapter>.json: a figure
+    with where it is in the paper and whether it was read in the paper's own text, or
+    the reason the paper gives none. No entry names a claim the run does not have."""
+    import json
+
+    from iclr26.scorecard import load_paper_figures
+
+    figures = load_paper_figures(ROOT / "results")
+    problems = []
+    for path in sorted((ROOT / "results").glob("*.ci.json")):
+        record = json.loads(path.read_text())
+        chapter = record["chapter"]
+        entries = figures.get(chapter, {})
+        paper = [c for c in record["claims"] if (c.get("role") or "paper") == "paper"]
+        ids = {c["id"] for c in paper}
+        for c in paper:
+            entry = entries.get(c["id"])
+            if c.get("paper", "—") != "—":
+                if entry:
+                    problems.append(f"{chapter} {c['id']}: declared and in the file")
+            elif entry is None:
+                problems.append(f"{chapter} {c['id']}: the paper's figure is unsaid")
+            elif entry.get("figure"):
+                if not entry.get("where") or not isinstance(
+                    entry.get("checked"), bool
+                ):
+                    problems.append(f"{chapter} {c['id']}: a figure needs where, checked")
+            elif not entry.get("why_none"):
+                problems.append(f"{chapter} {c['id']}: no figure and no reason")
+        problems += [f"{chapter} {k}: no such paper claim" for k in set(entries) - ids]
+    assert not problems, "\n".join(problems)

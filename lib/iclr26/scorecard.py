@@ -380,6 +380,34 @@ def load_sweeps(results_dir: str | Path) -> dict[str, dict]:
     return out
 
 
+def load_paper_figures(results_dir: str | Path) -> dict[str, dict]:
+    """What each paper reports for the chapter's paper claims whose declaration gives
+    no ``paper=`` figure: ``results/paper-figures/<chapter>.json``, keyed by chapter,
+    then by claim id. An entry is ``{"figure": str, "where": str, "checked": bool}``
+    (``checked``: read in the paper's own text or abstract, not only in the project's
+    notes) or ``{"figure": None, "why_none": str}`` (a theorem, a trend, a number the
+    paper does not give). These are sources, not measurements: they live beside the
+    records so that correcting one does not make a chapter's sweep stale."""
+    out = {}
+    for path in sorted((Path(results_dir) / "paper-figures").glob("*.json")):
+        record = json.loads(path.read_text())
+        out[record["chapter"]] = record["claims"]
+    return out
+
+
+def paper_figure_words(claim: dict, entry: dict | None) -> str:
+    """What the scorecard says the paper reports for ``claim``: the declaration's own
+    ``paper`` figure, else the chapter's paper-figures entry, else "—"."""
+    if claim.get("paper", "—") != "—":
+        return claim["paper"]
+    if not entry:
+        return "—"
+    if entry.get("figure"):
+        checked = "" if entry.get("checked") else ", unverified"
+        return f"{entry['figure']} ({entry['where']}{checked})"
+    return f"no number: {entry['why_none']}"
+
+
 def load_calibrations(results_dir: str | Path, chapter: str) -> dict[str, dict]:
     """Every recorded setting of ``chapter`` under ``results_dir/calibration``, keyed
     by the setting's name."""
@@ -890,12 +918,15 @@ def scorecard_markdown(
     results: dict[tuple[str, str], dict],
     sweeps: dict[str, dict],
     hashes: dict[str, dict],
+    figures: dict[str, dict] | None = None,
 ) -> str:
     """The scorecard in Markdown: a summary a reviewer reads first (per chapter and
     for the book: headline claims, all paper claims, checks), every headline claim
     with its variants, then per chapter its paper claims, checks and diagnostics, each
     row with this run's value, the control's, the threshold, the verdict and the pass
-    rate over the seed sweep."""
+    rate over the seed sweep. ``figures`` (:func:`load_paper_figures`) says what the
+    paper reports where a claim's declaration does not."""
+    figures = figures or {}
     head = [
         "| chapter | headline claims | all paper claims | checks passed | run time "
         "| seeds swept |",
@@ -1026,7 +1057,9 @@ def scorecard_markdown(
                         if c.get("headline")
                         else (f"↳ {link}" if c.get("variant_of") else link)
                     )
-                    paper_fig = c.get("paper", "—")
+                    paper_fig = paper_figure_words(
+                        c, figures.get(ch, {}).get(c["id"])
+                    )
                     text = cell(c["text"]) + (
                         f" (paper: {cell(paper_fig)})" if paper_fig != "—" else ""
                     )
