@@ -100,10 +100,10 @@ def test_every_paper_claim_says_what_the_paper_reports():
             elif entry is None:
                 problems.append(f"{chapter} {c['id']}: the paper's figure is unsaid")
             elif entry.get("figure"):
-                if not entry.get("where") or not isinstance(
-                    entry.get("checked"), bool
-                ):
-                    problems.append(f"{chapter} {c['id']}: a figure needs where, checked")
+                if not entry.get("where") or not isinstance(entry.get("checked"), bool):
+                    problems.append(
+                        f"{chapter} {c['id']}: a figure needs where and checked"
+                    )
             elif not entry.get("why_none"):
                 problems.append(f"{chapter} {c['id']}: no figure and no reason")
         problems += [f"{chapter} {k}: no such paper claim" for k in set(entries) - ids]

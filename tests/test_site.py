@@ -362,3 +362,73 @@ def test_whole_book_pdf(browser):
         writer.write(f)
     n = len(PdfReader(out).pages)
     assert n > 10 * len(pages) // 2, f"the book's PDF has only {n} pages"
+
+
+# A chapter's Colab copy as a reader sees it when Colab opens it: rendered from the
+# notebook (nbconvert's JupyterLab template, as close to Colab's renderer as runs
+# offline), with the book's own MathJax and the $-delimiters Colab uses.
+COLAB_CHAPTERS = ["01-deep-mf", "14-ivpt"]
+MATHJAX_CONFIG = (
+    "<script>window.MathJax = {tex: {inlineMath: [['$', '$'], ['\\\\(', '\\\\)']], "
+    "displayMath: [['$$', '$$'], ['\\\\[', '\\\\]']], processEscapes: true}};</script>"
+)
+
+
+@pytest.mark.parametrize("chapter", COLAB_CHAPTERS)
+def test_colab_copy_reads_cleanly(browser, chapter, tmp_path):
+    """The generated Colab copy (colab/NN-slug.ipynb), rendered and opened offline:
+    every formula typeset, no directive, role or citation source showing as text, its
+    exercises rendered, and screenshots of its first screens
+    (_build/screenshots/colab-NN-slug-K.png) for a person to look at."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab")
+    mathjax = ROOT / "_vendor" / "mathjax" / "tex-mml-chtml.js"
+    exporter.mathjax_url = mathjax.as_uri()
+    body, _ = exporter.from_filename(str(ROOT / "colab" / f"{chapter}.ipynb"))
+    # MathJax 3 reads window.MathJax (the template's configuration is MathJax 2's);
+    # require.js from a CDN is only for widgets and cannot load offline.
+    body = body.replace(
+        f'<script src="{mathjax.as_uri()}"',
+        MATHJAX_CONFIG + "\n" + f'<script src="{mathjax.as_uri()}"',
+        1,
+    )
+    body = re.sub(r'<script src="https://[^"]*require[^"]*"> *</script>', "", body)
+    page = tmp_path / f"{chapter}.html"
+    page.write_text(body)
+    browser.get(page.as_uri())
+    seen = browser.execute_async_script(
+        r"""const done = arguments[arguments.length - 1];
+        MathJax.startup.promise.then(() => {
+          const root = document.querySelector("main") || document.body;
+          const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+            acceptNode: n => n.parentElement.closest(
+              "pre, code, script, style, mjx-container, .jp-InputArea-editor") ?
+              NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+          let prose = "";
+          while (walker.nextNode()) prose += walker.currentNode.textContent + " ";
+          done({prose: prose,
+                math: document.querySelectorAll("mjx-container").length,
+                errors: document.querySelectorAll("mjx-merror").length,
+                height: document.documentElement.scrollHeight});
+        }).catch(e => done({error: String(e)}));"""
+    )
+    assert "error" not in seen, seen
+    for k in range(3):  # the title, the claims, the first derivation
+        browser.execute_script(f"window.scrollTo(0, {k * HEIGHT});")
+        browser.save_screenshot(str(SHOTS / f"colab-{chapter}-{k}.png"))
+    problems = []
+    if seen["math"] < 10 or seen["errors"]:
+        problems.append(f"{seen['math']} formulas typeset, {seen['errors']} errors")
+    tex = [t for t in ("$", "\\frac", "\\mathbb", "\\(", "\\[") if t in seen["prose"]]
+    if tex:
+        problems.append(f"TeX source showing as text: {tex}")
+    raw = [t for t in [*RAW_MARKUP, "{cite", "{prf", ":::"] if t in seen["prose"]]
+    if raw:
+        problems.append(f"directive or role source showing as text: {raw}")
+    if "Exercise" not in seen["prose"]:
+        problems.append(
+            "no exercise rendered (tests/test_colab_copies.py checks "
+            "that their solutions are left out)"
+        )
+    assert not problems, f"colab/{chapter}.ipynb:\n" + "\n".join(problems)

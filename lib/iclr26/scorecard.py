@@ -1057,9 +1057,7 @@ def scorecard_markdown(
                         if c.get("headline")
                         else (f"↳ {link}" if c.get("variant_of") else link)
                     )
-                    paper_fig = paper_figure_words(
-                        c, figures.get(ch, {}).get(c["id"])
-                    )
+                    paper_fig = paper_figure_words(c, figures.get(ch, {}).get(c["id"]))
                     text = cell(c["text"]) + (
                         f" (paper: {cell(paper_fig)})" if paper_fig != "—" else ""
                     )
