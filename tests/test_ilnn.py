@@ -361,3 +361,23 @@ def test_seeded_models_and_training_do_not_depend_on_call_order():
     w = L.EuclideanMLP(6, 8, 2, 4, seed=1).head.weight
     assert not torch.equal(w, L.EuclideanMLP(6, 8, 2, 4, seed=2).head.weight)
     assert torch.equal(w, L.EuclideanMLP(6, 8, 2, 4, seed=1).head.weight)
+
+
+def test_distance_gradient_is_finite_where_points_meet():
+    """d(x, x) has a kink (like |x - y| at 0): its gradient must be the subgradient 0,
+    not inf * 0 = NaN (a batch point exactly on its centroid made a baseline's training
+    NaN on one CPU); elsewhere arccosh is torch.acosh, value and derivative, bit for
+    bit."""
+    from iclr26.ilnn.geometry import arccosh, dist, expmap0
+
+    x = expmap0(torch.tensor([[0.3, -0.2, 0.1]]), 1.0).requires_grad_()
+    dist(x, x.detach(), 1.0).sum().backward()
+    assert torch.isfinite(x.grad).all()
+    z = (1 + 3 * torch.rand(1000)).requires_grad_()
+    g = torch.randn(1000)
+    arccosh(z).backward(g)
+    ours = z.grad.clone()
+    z.grad = None
+    torch.acosh(z).backward(g)
+    assert torch.equal(ours, z.grad)
+    assert torch.equal(arccosh(z.detach()), torch.acosh(z.detach()))

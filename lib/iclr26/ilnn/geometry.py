@@ -122,6 +122,31 @@ def check_on_hyperboloid(x: torch.Tensor, k, name: str = "x") -> None:
             )
 
 
+class _Arccosh(torch.autograd.Function):
+    """arccosh(z) for z >= 1, with derivative 1/sqrt(z^2 - 1) where z > 1 and 0 at
+    z = 1. A distance behaves like |x - y| where the points meet: z has its minimum
+    there (dz/dx = 0), and torch's own derivative, inf, times that 0 is NaN. 0 is
+    the subgradient of the kink. Bit for bit torch.acosh and its derivative elsewhere.
+    (A batch point that lands exactly on its batch's centroid in float32 made a
+    baseline's training NaN on one CPU and not on another.)"""
+
+    @staticmethod
+    def forward(ctx, z: torch.Tensor) -> torch.Tensor:
+        ctx.save_for_backward(z)
+        return torch.acosh(z)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (z,) = ctx.saved_tensors
+        return torch.where(z > 1, grad * (z.pow(2) - 1).rsqrt(), 0.0)
+
+
+def arccosh(z: torch.Tensor) -> torch.Tensor:
+    """arccosh for z >= 1 (clamp first) with a finite derivative at 1
+    (:class:`_Arccosh`)."""
+    return _Arccosh.apply(z)
+
+
 def dist(x: torch.Tensor, y: torch.Tensor, k: float) -> torch.Tensor:
     """Geodesic distance d(x, y) = (1/sqrt k) arccosh(-k <x, y>_L).
     (..., n+1) x2 -> (...).
@@ -138,7 +163,7 @@ def dist(x: torch.Tensor, y: torch.Tensor, k: float) -> torch.Tensor:
                 f"x_0 = {t[..., 0].min().item():.3g}"
             )
     z = (-k * lorentz_inner(x, y)).clamp_min(1.0)
-    return torch.acosh(z) / _sqrt(k)
+    return arccosh(z) / _sqrt(k)
 
 
 def expmap0(v: torch.Tensor, k: float) -> torch.Tensor:
@@ -379,7 +404,7 @@ def logmap(mu: torch.Tensor, x: torch.Tensor, k: float) -> torch.Tensor:
     inner = lorentz_inner(mu, x, keepdim=True)
     u = x + k * inner * mu  # component of x orthogonal to mu
     u_norm = torch.sqrt(lorentz_inner(u, u, keepdim=True).clamp_min(_TINY))
-    d = torch.acosh((-k * inner).clamp_min(1.0)) / _sqrt(k)
+    d = arccosh((-k * inner).clamp_min(1.0)) / _sqrt(k)
     return d * u / u_norm
 
 
