@@ -121,8 +121,23 @@ def browser():
     driver.quit()
 
 
+# The visible prose of an element: its text outside code, scripts and typeset math.
+VISIBLE_PROSE = r"""
+function visibleProse(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode: n => n.parentElement.closest(
+      "pre, code, script, style, mjx-container, .highlight, .jp-InputArea-editor") ?
+      NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
+  let prose = "";
+  while (walker.nextNode()) prose += walker.currentNode.textContent + " ";
+  return prose;
+}
+"""
+
 # Waits for MathJax (on pages that load it) and for every image, then reads the page.
-INSPECT = r"""
+INSPECT = (
+    VISIBLE_PROSE
+    + r"""
 const done = arguments[arguments.length - 1];
 const images = Array.from(document.images).map(img => img.complete ? null :
     new Promise(ok => { img.onload = img.onerror = ok; }));
@@ -130,13 +145,7 @@ const math = (window.MathJax && MathJax.startup && MathJax.startup.promise)
     ? MathJax.startup.promise : Promise.resolve();
 Promise.all([math, ...images]).then(() => {
   const article = document.querySelector("main article") || document.body;
-  // Visible prose: text outside code, scripts and typeset math.
-  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT, {
-    acceptNode: n => n.parentElement.closest(
-      "pre, code, script, style, mjx-container, .highlight") ?
-      NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
-  let prose = "";
-  while (walker.nextNode()) prose += walker.currentNode.textContent + " ";
+  const prose = visibleProse(article);
   const cells = Array.from(article.querySelectorAll("div.cell"));
   done({
     prose: prose,
@@ -198,6 +207,7 @@ Promise.all([math, ...images]).then(() => {
   });
 }).catch(e => done({error: String(e)}));
 """
+)
 
 
 def page_id(path: Path) -> str:
@@ -377,9 +387,10 @@ MATHJAX_CONFIG = (
 @pytest.mark.parametrize("chapter", COLAB_CHAPTERS)
 def test_colab_copy_reads_cleanly(browser, chapter, tmp_path):
     """The generated Colab copy (colab/NN-slug.ipynb), rendered and opened offline:
-    every formula typeset, no directive, role or citation source showing as text, its
-    exercises rendered, and screenshots of its first screens
-    (_build/screenshots/colab-NN-slug-K.png) for a person to look at."""
+    every formula typeset, no directive, role or citation source showing as text, a
+    theorem and an exercise rendered (tests/test_colab_copies.py checks that the
+    solutions are left out), and screenshots of the title, the first theorem and the
+    first exercise (_build/screenshots/colab-NN-slug-*.png) for a person to look at."""
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(template_name="lab")
@@ -398,15 +409,10 @@ def test_colab_copy_reads_cleanly(browser, chapter, tmp_path):
     page.write_text(body)
     browser.get(page.as_uri())
     seen = browser.execute_async_script(
-        r"""const done = arguments[arguments.length - 1];
+        VISIBLE_PROSE
+        + r"""const done = arguments[arguments.length - 1];
         MathJax.startup.promise.then(() => {
-          const root = document.querySelector("main") || document.body;
-          const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
-            acceptNode: n => n.parentElement.closest(
-              "pre, code, script, style, mjx-container, .jp-InputArea-editor") ?
-              NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT});
-          let prose = "";
-          while (walker.nextNode()) prose += walker.currentNode.textContent + " ";
+          const prose = visibleProse(document.querySelector("main") || document.body);
           done({prose: prose,
                 math: document.querySelectorAll("mjx-container").length,
                 errors: document.querySelectorAll("mjx-merror").length,
@@ -414,10 +420,21 @@ def test_colab_copy_reads_cleanly(browser, chapter, tmp_path):
         }).catch(e => done({error: String(e)}));"""
     )
     assert "error" not in seen, seen
-    for k in range(3):  # the title, the claims, the first derivation
-        browser.execute_script(f"window.scrollTo(0, {k * HEIGHT});")
-        browser.save_screenshot(str(SHOTS / f"colab-{chapter}-{k}.png"))
-    problems = []
+    browser.save_screenshot(str(SHOTS / f"colab-{chapter}-title.png"))
+    # the first theorem (a quoted block) and the first exercise, scrolled to the top
+    shown = {}
+    for what, xpath in (
+        ("theorem", "//blockquote[.//strong]"),
+        ("exercise", "//strong[starts-with(normalize-space(.), 'Exercise')]"),
+    ):
+        shown[what] = browser.execute_script(
+            "const e = document.evaluate(arguments[0], document, null, "
+            "XPathResult.FIRST_ORDERED_NODE_TYPE, null).singleNodeValue;"
+            "if (e) { e.scrollIntoView(); window.scrollBy(0, -40); } return !!e;",
+            xpath,
+        )
+        browser.save_screenshot(str(SHOTS / f"colab-{chapter}-{what}.png"))
+    problems = [f"no {what} rendered" for what, found in shown.items() if not found]
     if seen["math"] < 10 or seen["errors"]:
         problems.append(f"{seen['math']} formulas typeset, {seen['errors']} errors")
     tex = [t for t in ("$", "\\frac", "\\mathbb", "\\(", "\\[") if t in seen["prose"]]
@@ -426,9 +443,4 @@ def test_colab_copy_reads_cleanly(browser, chapter, tmp_path):
     raw = [t for t in [*RAW_MARKUP, "{cite", "{prf", ":::"] if t in seen["prose"]]
     if raw:
         problems.append(f"directive or role source showing as text: {raw}")
-    if "Exercise" not in seen["prose"]:
-        problems.append(
-            "no exercise rendered (tests/test_colab_copies.py checks "
-            "that their solutions are left out)"
-        )
     assert not problems, f"colab/{chapter}.ipynb:\n" + "\n".join(problems)
