@@ -116,3 +116,54 @@ def test_observed_signs_use_only_observed_entries_and_fix_rank_one_signs():
     )
     with pytest.raises(ValueError, match=r"\(R, n, n\)"):
         observed_signs(W[0], M[0], mask[0])
+
+
+def test_effective_rank_refuses_zero_nan_and_empty_matrices():
+    from iclr26.deep_mf import effective_rank
+
+    for W in (
+        torch.zeros(3, 3, dtype=torch.float64),
+        torch.zeros(3, 3, dtype=torch.float32),
+        torch.stack([torch.eye(3), torch.zeros(3, 3)]).double(),  # one zero in a batch
+    ):
+        with pytest.raises(ValueError, match="zero matrix is undefined"):
+            effective_rank(W)
+    for bad in (float("nan"), float("inf")):
+        W = torch.eye(3, dtype=torch.float64)
+        W[0, 1] = bad
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            effective_rank(W)
+    with pytest.raises(ValueError, match="at least one row and one column"):
+        effective_rank(torch.zeros(3, 0, dtype=torch.float64))
+    # a tiny but non-zero matrix still has an effective rank
+    assert abs(effective_rank(1e-300 * torch.eye(4, dtype=torch.float64)) - 4) < 1e-9
+
+
+def test_rank_one_sharpness_matches_the_autograd_hessian():
+    from iclr26.deep_mf import (
+        balanced_rank_one_factors,
+        block_diag_mask,
+        rank_one_sharpness,
+        rank_one_step_bound,
+    )
+
+    for n, depth, block in [(6, 2, 2), (8, 3, 1), (8, 3, 4), (8, 4, 2)]:
+        F = balanced_rank_one_factors(n, depth)
+        assert torch.allclose(end_to_end(F), torch.ones(n, n, dtype=torch.float64))
+        mask, M = block_diag_mask(n, block), torch.ones(n, n, dtype=torch.float64)
+
+        def loss(x, depth=depth, n=n, M=M, mask=mask):
+            return masked_loss(end_to_end(list(x.reshape(depth, n, n))), M, mask)
+
+        H = torch.autograd.functional.hessian(
+            loss, torch.cat([f.reshape(-1) for f in F])
+        )
+        top = torch.linalg.eigvalsh(H)[-1].item()
+        assert abs(top - rank_one_sharpness(n, depth, block)) < 1e-9 * top
+        assert rank_one_step_bound(n, depth, block) == 2 / rank_one_sharpness(
+            n, depth, block
+        )
+    with pytest.raises(ValueError, match="dividing n=8"):
+        rank_one_sharpness(8, 3, 3)
+    with pytest.raises(TypeError):
+        rank_one_sharpness(8.0, 3, 1)

@@ -41,24 +41,30 @@ def singular_values(W: Tensor) -> Tensor:
     return torch.linalg.svdvals(W)
 
 
-def effective_rank(W: Tensor, eps: float = 1e-12) -> Tensor:
+def effective_rank(W: Tensor) -> Tensor:
     """Effective rank exp(H(p)) with p_i = σ_i / Σ σ_j (Roy & Vetterli, 2007).
     W: (..., n, m) → (...).
 
     Equals k for a matrix with k equal non-zero singular values, so erank(I_n) = n and
     erank(u vᵀ) = 1; between those it varies smoothly, unlike the numerical rank.
-    A zero matrix has no effective rank (p is 0/0): it is a ``ValueError``, as is a
-    matrix with NaN or infinite entries.
+    It is scale-free: erank(c W) = erank(W) for any c ≠ 0, however small. A zero
+    matrix has no effective rank (p is 0/0): it is a ``ValueError``, as are a matrix
+    with NaN or infinite entries and one with no rows or columns.
     """
+    _check_matrix(W, "W")
+    if W.shape[-1] == 0 or W.shape[-2] == 0:
+        raise ValueError(
+            f"W must have at least one row and one column, got shape {tuple(W.shape)}"
+        )
     s = singular_values(W)
-    if bool((s.amax(-1) == 0).any()):
+    if s.numel() and bool((s.amax(-1) == 0).any()):
         raise ValueError(
             "the effective rank of a zero matrix is undefined (its normalised "
             "singular values are 0/0); W holds at least one all-zero matrix"
         )
-    p = s / s.sum(-1, keepdim=True).clamp_min(eps)
-    # H(p) = −Σ p log p (0 log 0 = 0)
-    entropy = -(p * torch.log(p.clamp_min(eps))).sum(-1)
+    # no clamp on the sum: W ≠ 0, and a clamp would make a tiny W (1e-300 · I) rank 1
+    p = s / s.sum(-1, keepdim=True)
+    entropy = -torch.xlogy(p, p).sum(-1)  # H(p) = −Σ p log p, with 0 log 0 = 0
     return torch.exp(entropy)
 
 
@@ -297,6 +303,44 @@ def train_gd(
         torch.tensor(steps), torch.stack(losses), torch.stack(svals), step
     )
     return factors, history
+
+
+# --------------------------------------------------------------------------------------
+# gradient descent is not gradient flow: the step-size bound of the rank-one solution
+# --------------------------------------------------------------------------------------
+def balanced_rank_one_factors(
+    n: int, depth: int, dtype: torch.dtype = torch.float64, device=None
+) -> list[Tensor]:
+    """The balanced rank-one factorisation of 11ᵀ: W_k = n^(1/L) v vᵀ with v = 1/√n,
+    so W_L ⋯ W_1 = n v vᵀ = 11ᵀ. Returns [W_1, …, W_L], each (n, n)."""
+    as_int(n, "n", lo=1)
+    as_int(depth, "depth", lo=1)
+    v = torch.full((n, 1), n**-0.5, dtype=dtype, device=device)
+    return [n ** (1.0 / depth) * (v @ v.T) for _ in range(depth)]
+
+
+def rank_one_sharpness(n: int, depth: int, block: int = 1) -> float:
+    """Largest Hessian eigenvalue of the loss at the balanced rank-one completion of
+    M = 11ᵀ observed on diagonal blocks of size ``block`` (1: the diagonal).
+
+    At a zero-loss point the Hessian is JᵀJ, J the map from factor perturbations δ_k
+    to P_Ω(dW). Moving every factor along its own v vᵀ by c_k (Σ c_k² = 1) gives
+    dW = n^(1−1/L) (Σ c_k) v vᵀ, largest at c_k = 1/√L, and ‖P_Ω(v vᵀ)‖² = |Ω|/n² =
+    block/n, so λ_max = L · block · n^(1−2/L). (Checked against autograd's Hessian in
+    the tests and the chapter.)
+    """
+    as_int(n, "n", lo=1)
+    as_int(depth, "depth", lo=1)
+    if not isinstance(block, int) or isinstance(block, bool) or block < 1 or n % block:
+        raise ValueError(f"block must be a positive int dividing n={n}, got {block!r}")
+    return depth * block * n ** (1.0 - 2.0 / depth)
+
+
+def rank_one_step_bound(n: int, depth: int, block: int = 1) -> float:
+    """η* = 2 / λ_max: gradient descent with a step η > η* cannot converge to the
+    balanced rank-one completion of 11ᵀ (the minimum is linearly unstable), however
+    long it runs; gradient flow has no such bound. See :func:`rank_one_sharpness`."""
+    return 2.0 / rank_one_sharpness(n, depth, block)
 
 
 # --------------------------------------------------------------------------------------
