@@ -307,3 +307,93 @@ def test_seeded_draws_do_not_depend_on_call_order_or_global_state():
     b = _seeded_draws(["many", "class"])
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+@pytest.mark.parametrize("cls", [FZOO, MeZO])
+def test_integer_parameters_added_later_are_refused(cls):
+    opt = cls([nn.Parameter(torch.zeros(3))], lr=0.1)
+    with pytest.raises(TypeError, match="floating-point"):
+        opt.add_param_group({"params": [torch.zeros(2, dtype=torch.int32)]})
+    assert len(opt.param_groups) == 1  # the bad group was not kept
+
+
+@pytest.mark.parametrize("cls", [FZOO, MeZO])
+def test_a_closure_that_raises_at_any_call_restores_the_parameters(cls):
+    p = nn.Parameter(torch.linspace(-1, 1, 6, dtype=torch.float64))
+    before = p.detach().clone()
+    n_calls = 9 if cls is FZOO else 2
+    for fail_at in range(1, n_calls + 1):
+        opt = cls([p], lr=0.1, eps=1e-2, seed=fail_at)
+
+        def closure(calls=[], fail_at=fail_at):  # noqa: B006 a fresh list per loop
+            calls.append(1)
+            if len(calls) == fail_at:
+                raise RuntimeError("boom")
+            return (p**2).sum()
+
+        with pytest.raises(RuntimeError, match="boom"):
+            opt.step(closure)
+        assert torch.allclose(p.detach(), before, atol=1e-14), fail_at
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf")])
+def test_an_infinite_loss_is_an_error_too(bad):
+    p = nn.Parameter(torch.ones(4, dtype=torch.float64))
+    opt = FZOO([p], lr=0.1, n_perturb=3, seed=0)
+    calls = []
+
+    def closure():
+        calls.append(1)
+        return torch.tensor(bad) if len(calls) == 4 else (p**2).sum()  # l_0 bad
+
+    with pytest.raises(ValueError, match="unperturbed point"):
+        opt.step(closure)
+    # restored up to one rounding per entry, as after any perturbation
+    assert torch.allclose(p.detach(), torch.ones(4, dtype=torch.float64), atol=1e-14)
+
+
+def test_train_many_keeps_the_best_dev_checkpoint():
+    fm, x, y = small()
+    th = fm.theta.detach().repeat(3, 1)
+    dev = (x[:20], y[:20])
+    for method in ["fzoo", "mezo"]:
+        r = train_many(
+            method,
+            fm,
+            th,
+            torch.tensor([1e-2, 5e-2, 1e-1]),
+            x,
+            y,
+            8,
+            300,
+            30,
+            torch.Generator().manual_seed(1),
+            n_perturb=2,
+            dev=dev,
+        )
+        assert r["dev_acc"].shape == r["loss"].shape
+        # the best is over the logged points after the start, the first of equal ones
+        best = r["dev_acc"][1:].max(0).values
+        assert torch.equal(r["best_dev"], best)
+        first = (r["dev_acc"][1:] == best).int().argmax(0)
+        assert torch.equal(r["best_passes"], r["passes"][1:][first])
+        logits = torch.stack(
+            [
+                torch.func.functional_call(fm, {"theta": t}, (dev[0],))
+                for t in r["best_theta"]
+            ]
+        )
+        acc = (logits.argmax(-1) == dev[1]).double().mean(-1)
+        assert torch.allclose(acc, r["best_dev"])
+
+
+def test_train_many_refuses_a_bad_dev_split():
+    fm, x, y = small()
+    th = fm.theta.detach().repeat(1, 1)
+    args = (fm, th, torch.tensor([1e-2]), x, y, 8, 60, 30, torch.Generator())
+    with pytest.raises(TypeError, match="dev must be a pair"):
+        train_many("fzoo", *args, n_perturb=2, dev=x)
+    with pytest.raises(ValueError, match="dev must be"):
+        train_many("fzoo", *args, n_perturb=2, dev=(x[:, :3], y))
+    with pytest.raises(ValueError, match="dev must be"):
+        train_many("fzoo", *args, n_perturb=2, dev=(x, y[:5]))

@@ -186,6 +186,16 @@ class FZOO(torch.optim.Optimizer):
         self.forward_passes = 0
         self.last: dict = {}
 
+    def add_param_group(self, param_group: dict) -> None:
+        """``torch.optim.Optimizer.add_param_group``, refusing parameters that are not
+        floating point (a ``TypeError``; the group is not added)."""
+        torch.optim.Optimizer.add_param_group(self, param_group)
+        try:
+            _check_params(self.param_groups[-1]["params"], type(self).__name__)
+        except TypeError:
+            self.param_groups.pop()
+            raise
+
     def _params_and(
         self, key: str, sign: float
     ) -> tuple[list[torch.Tensor], list[float]]:
@@ -265,6 +275,7 @@ class MeZO(torch.optim.Optimizer):
         self.last: dict = {}
 
     _params_and = FZOO._params_and
+    add_param_group = FZOO.add_param_group
 
     @torch.no_grad()
     def step(self, closure: Callable[[], torch.Tensor | float]) -> torch.Tensor:  # type: ignore[override]

@@ -289,6 +289,7 @@ def train_many(
     n_perturb: int = 8,
     backward_cost: int = 2,
     diverge_factor: float = 10.0,
+    dev: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> dict:
     """Train R runs of ``method`` side by side, counting forward passes.
 
@@ -304,8 +305,15 @@ def train_many(
     is frozen and marked diverged. ``generator`` must live on ``theta0``'s device (it
     draws the minibatches and the perturbations).
 
+    ``dev = (x_dev (m, d_in), y_dev (m,))``, a validation split, adds the official
+    scripts' checkpoint selection: at every logged point (not the initial one) each
+    run's dev accuracy is measured and the parameters with the best one so far are
+    kept (the first of equal ones, as a trainer that saves on improvement does).
+
     Returns ``{"passes": (k,), "loss": (k, R) float64 (inf after divergence),
-    "diverged": (R,) bool, "theta": (R, d) final parameters}``.
+    "diverged": (R,) bool, "theta": (R, d) final parameters}``, and with ``dev`` also
+    ``"dev_acc": (k, R)`` (row 0: the initial parameters), ``"best_theta": (R, d)``,
+    ``"best_dev": (R,)`` and ``"best_passes": (R,)`` (where each best one was logged).
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
@@ -335,6 +343,23 @@ def train_many(
         )
     if not (isinstance(diverge_factor, (int, float)) and diverge_factor > 0):
         raise ValueError(f"diverge_factor must be a number > 0, got {diverge_factor!r}")
+    if dev is not None:
+        if not isinstance(dev, (tuple, list)) or len(dev) != 2:
+            raise TypeError("dev must be a pair (x_dev, y_dev) of tensors")
+        x_dev, y_dev = dev
+        if (
+            not torch.is_tensor(x_dev)
+            or not torch.is_tensor(y_dev)
+            or x_dev.dim() != 2
+            or x_dev.shape[1] != x.shape[1]
+            or y_dev.shape != x_dev.shape[:1]
+            or x_dev.shape[0] < 1
+        ):
+            raise ValueError(
+                f"dev must be (x_dev (m >= 1, d_in={x.shape[1]}), y_dev (m,)), got "
+                f"{tuple(getattr(x_dev, 'shape', ()))}, "
+                f"{tuple(getattr(y_dev, 'shape', ()))}"
+            )
     per_step = {
         "fzoo": n_perturb + 1,
         "fzoo-nostd": n_perturb + 1,
@@ -362,8 +387,20 @@ def train_many(
             adam = torch.optim.Adam(
                 [{"params": [p], "lr": float(lr[i])} for i, p in enumerate(rows)]
             )
+
+    def dev_accuracy(th: torch.Tensor) -> torch.Tensor:  # (R, d) → (R,)
+        logits = torch.func.vmap(
+            lambda t: torch.func.functional_call(model, {"theta": t}, (x_dev,))
+        )(th)  # (R, m, C)
+        return (logits.argmax(-1) == y_dev).double().mean(-1)
+
     with torch.no_grad():
         initial = full(theta)
+        if dev is not None:
+            log_dev = [dev_accuracy(theta)]
+            best_dev = torch.full((r,), -math.inf, dtype=torch.float64)
+            best_theta = theta.clone()
+            best_passes = torch.zeros(r, dtype=torch.int64)
     log_p, log_l = [0], [initial.double()]
     alive = torch.ones(r, dtype=torch.bool)
     diverged = torch.zeros(r, dtype=torch.bool)
@@ -409,9 +446,25 @@ def train_many(
             log_p.append(passes)
             log_l.append(torch.where(diverged, torch.full_like(cur, math.inf), cur))
             next_eval += eval_every
-    return dict(
+            if dev is not None:
+                with torch.no_grad():
+                    acc = dev_accuracy(theta)
+                log_dev.append(acc)
+                better = alive & (acc > best_dev)
+                best_dev = torch.where(better, acc, best_dev)
+                best_theta = torch.where(better.unsqueeze(-1), theta, best_theta)
+                best_passes = torch.where(better, passes, best_passes)
+    out = dict(
         passes=torch.tensor(log_p),
         loss=torch.stack(log_l),
         diverged=diverged,
         theta=theta.detach(),
     )
+    if dev is not None:
+        out.update(
+            dev_acc=torch.stack(log_dev),
+            best_theta=best_theta.detach(),
+            best_dev=best_dev,
+            best_passes=best_passes,
+        )
+    return out
