@@ -29,13 +29,17 @@ Modules
 - ``distributed``: the vote over real processes with ``torch.distributed``
   (gloo or nccl): :func:`dist_mv_step`, :func:`dist_average_step`,
   :func:`train_mv_rank`, :func:`train_mv_simulated`, :func:`run_distributed`
-- ``data``: :func:`train_val_split` (a validation split carved from the training split)
+- ``data``: :func:`train_val_split` (a validation split carved from the training split),
+  :func:`transposed_images` (the fine-tuning task: the digits transposed)
 - ``measure``: :class:`ReplicaLinear` and :func:`replica_mlp` (several seeds as one
   batched model), :func:`linear_blocks`, :func:`backward_linear_ops`,
-  :func:`saved_activation_bytes`, :func:`training_state_bytes`
+  :func:`saved_activation_bytes`, :func:`training_state_bytes`, :func:`inner_blocks`
+  (the official code's fine-tuning blocks: first and last layer frozen)
+- ``timing``: :func:`interleaved_cpu_times` (per-step CPU time, interleaved across
+  methods), :func:`time_to_target`
 """
 
-from .data import train_val_split
+from .data import train_val_split, transposed_images
 from .distributed import (
     dist_average_step,
     dist_mv_step,
@@ -48,6 +52,7 @@ from .distributed import (
 from .measure import (
     ReplicaLinear,
     backward_linear_ops,
+    inner_blocks,
     linear_blocks,
     replica_evaluate,
     replica_loss,
@@ -66,6 +71,7 @@ from .schedules import (
     expected_backward_depth,
     visit_frequencies,
 )
+from .timing import interleaved_cpu_times, time_to_target
 from .vote import (
     average_step,
     majority_vote,
@@ -113,4 +119,8 @@ __all__ = [
     "worker_batches",
     "train_val_split",
     "train_mv_subgroups",
+    "inner_blocks",
+    "transposed_images",
+    "interleaved_cpu_times",
+    "time_to_target",
 ]

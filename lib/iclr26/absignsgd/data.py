@@ -44,3 +44,17 @@ def train_val_split(
     keep[val] = False
     val, fit = val.to(train.y.device), torch.nonzero(keep).flatten().to(train.y.device)
     return Split(train.x[fit], train.y[fit]), Split(train.x[val], train.y[val])
+
+
+def transposed_images(split: Split, side: int = 8) -> Split:
+    """The same examples with each ``side`` x ``side`` image transposed (a shifted task
+    with the same labels): x (n, side*side) -> (n, side*side)."""
+    if not isinstance(split, Split):
+        raise TypeError(f"split must be a harness.Split, got {type(split).__name__}")
+    if split.x.ndim != 2 or split.x.shape[1] != side * side:
+        raise ValueError(
+            f"split.x must be (n, {side * side}) for {side}x{side} images, got "
+            f"{tuple(split.x.shape)}"
+        )
+    x = split.x.reshape(-1, side, side).transpose(1, 2).reshape(-1, side * side)
+    return Split(x.contiguous(), split.y)

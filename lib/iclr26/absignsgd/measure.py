@@ -103,6 +103,25 @@ def linear_blocks(model: nn.Module) -> list[list[nn.Parameter]]:
     return blocks
 
 
+def inner_blocks(model: nn.Module) -> list[list[nn.Parameter]]:
+    """The fine-tuning blocks of the official code's setting: one block per linear layer
+    *between* the first and the last, which are frozen.
+
+    The official optimiser makes blocks of the transformer layers only; the embedding
+    and the output head never get ``requires_grad``. Here the first linear layer plays
+    the embedding and the last the head: both get ``requires_grad=False`` and belong
+    to no block. Returns the blocks in forward order (block 0 nearest the input)."""
+    blocks = linear_blocks(model)
+    if len(blocks) < 3:
+        raise ValueError(
+            f"model has {len(blocks)} linear layers; inner_blocks needs at least 3 "
+            "(a frozen first, one or more blocks, a frozen last)"
+        )
+    for p in blocks[0] + blocks[-1]:
+        p.requires_grad_(False)
+    return blocks[1:-1]
+
+
 _LINEAR_NODES = ("AddmmBackward0", "MmBackward0", "BaddbmmBackward0", "BmmBackward0")
 
 
